@@ -1,0 +1,41 @@
+#include "core/dtype.h"
+
+#include <array>
+
+namespace lockstep {
+namespace {
+
+struct DTypeInfo {
+  DType dtype;
+  size_t size;
+  std::string_view name;
+};
+
+constexpr std::array<DTypeInfo, 8> kDTypes = {{
+    {DType::kF32, 4, "f32"},
+    {DType::kF16, 2, "f16"},
+    {DType::kBF16, 2, "bf16"},
+    {DType::kF64, 8, "f64"},
+    {DType::kI32, 4, "i32"},
+    {DType::kI64, 8, "i64"},
+    {DType::kU8, 1, "u8"},
+    {DType::kBool, 1, "bool"},
+}};
+
+}  // namespace
+
+size_t SizeOf(DType dtype) { return kDTypes[static_cast<size_t>(dtype)].size; }
+
+std::string_view DTypeName(DType dtype) { return kDTypes[static_cast<size_t>(dtype)].name; }
+
+bool ParseDType(std::string_view name, DType* dtype) {
+  for (const DTypeInfo& info : kDTypes) {
+    if (info.name == name) {
+      *dtype = info.dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace lockstep

@@ -1,0 +1,80 @@
+#include "core/tensor.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/allocator.h"
+
+namespace lockstep {
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeToString(const Shape& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
+
+std::shared_ptr<Storage> Storage::Allocate(size_t bytes, Device device) {
+  LS_CHECK(device.type == DeviceType::kCPU) << "device storage comes from the CUDA allocator";
+  return std::shared_ptr<Storage>(new Storage(CpuAllocate(bytes), bytes, device, true));
+}
+
+std::shared_ptr<Storage> Storage::Wrap(void* data, size_t bytes, Device device) {
+  return std::shared_ptr<Storage>(new Storage(data, bytes, device, false));
+}
+
+Storage::~Storage() {
+  if (owned_) CpuFree(data_);
+}
+
+Tensor Tensor::Empty(Shape shape, DType dtype, Device device) {
+  Tensor t;
+  size_t bytes = NumElements(shape) * SizeOf(dtype);
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.storage_ = Storage::Allocate(bytes, device);
+  return t;
+}
+
+Tensor Tensor::Zeros(Shape shape, DType dtype) {
+  Tensor t = Empty(std::move(shape), dtype);
+  std::memset(t.raw_data(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::Wrap(void* data, Shape shape, DType dtype, Device device) {
+  Tensor t;
+  size_t bytes = NumElements(shape) * SizeOf(dtype);
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.storage_ = Storage::Wrap(data, bytes, device);
+  return t;
+}
+
+Tensor Tensor::View(size_t byte_offset, Shape shape, DType dtype) const {
+  LS_CHECK(offset_ + byte_offset + NumElements(shape) * SizeOf(dtype) <= storage_->bytes())
+      << "view " << ShapeToString(shape) << " at +" << byte_offset << " exceeds storage of "
+      << storage_->bytes() << " bytes";
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.storage_ = storage_;
+  t.offset_ = offset_ + byte_offset;
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  Tensor t = Empty(shape_, dtype_);
+  std::memcpy(t.raw_data(), raw_data(), nbytes());
+  return t;
+}
+
+void Tensor::CopyFrom(const Tensor& other) {
+  LS_CHECK(other.nbytes() == nbytes()) << "copy of " << ShapeToString(other.shape()) << " into "
+                                       << ShapeToString(shape_);
+  std::memcpy(raw_data(), other.raw_data(), nbytes());
+}
+
+}  // namespace lockstep

@@ -1,0 +1,82 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/logging.h"
+
+namespace lockstep {
+
+using Shape = std::vector<int64_t>;
+
+int64_t NumElements(const Shape& shape);
+// "[8, 3, 224, 224]"
+std::string ShapeToString(const Shape& shape);
+
+// A block of memory shared by tensors that view it. Owns it unless wrapped.
+class Storage {
+ public:
+  static std::shared_ptr<Storage> Allocate(size_t bytes, Device device);
+  static std::shared_ptr<Storage> Wrap(void* data, size_t bytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  Storage(void* data, size_t bytes, Device device, bool owned)
+      : data_(data), bytes_(bytes), device_(device), owned_(owned) {}
+  void* data_;
+  size_t bytes_;
+  Device device_;
+  bool owned_;
+};
+
+// A cheap value: shape, dtype, device and a byte offset into shared storage. Row-major.
+class Tensor {
+ public:
+  Tensor() = default;
+  static Tensor Empty(Shape shape, DType dtype, Device device = Device::CPU());
+  static Tensor Zeros(Shape shape, DType dtype);
+  // Views memory owned elsewhere (an arena, a flat parameter buffer); does not own it.
+  static Tensor Wrap(void* data, Shape shape, DType dtype, Device device = Device::CPU());
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  int64_t dim(int i) const { return shape_[i < 0 ? i + shape_.size() : i]; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_ ? storage_->device() : Device::CPU(); }
+  int64_t numel() const { return NumElements(shape_); }
+  size_t nbytes() const { return numel() * SizeOf(dtype_); }
+
+  void* raw_data() const { return static_cast<char*>(storage_->data()) + offset_; }
+  template <typename T>
+  T* data() const {
+    LS_CHECK(DTypeOf<T>() == dtype_) << "tensor is " << DTypeName(dtype_) << ", asked for "
+                                     << DTypeName(DTypeOf<T>());
+    return static_cast<T*>(raw_data());
+  }
+
+  // A tensor over bytes [byte_offset, byte_offset + size) of this one's memory.
+  Tensor View(size_t byte_offset, Shape shape, DType dtype) const;
+  Tensor Reshape(Shape shape) const { return View(0, std::move(shape), dtype_); }
+  // A new tensor with its own storage holding the same values (CPU).
+  Tensor Clone() const;
+  void CopyFrom(const Tensor& other);
+
+ private:
+  Shape shape_;
+  DType dtype_ = DType::kF32;
+  std::shared_ptr<Storage> storage_;
+  size_t offset_ = 0;
+};
+
+}  // namespace lockstep

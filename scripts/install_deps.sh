@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every system dependency of Lockstep from Debian. Idempotent: packages already
+# present are skipped, so a second run does no network work.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libopenmpi-dev openmpi-bin
+  libprotobuf-dev protobuf-compiler
+  libdnnl-dev libabsl-dev
+  libturbojpeg0-dev libjpeg-dev libpng-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  python3-protobuf
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install_deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install_deps: installing ${missing[*]}"
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
