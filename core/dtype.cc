@@ -8,7 +8,7 @@ namespace {
 struct DTypeInfo {
   DType dtype;
   size_t size;
-  std::string_view name;
+  const char* name;
 };
 
 constexpr std::array<DTypeInfo, 8> kDTypes = {{
@@ -26,11 +26,11 @@ constexpr std::array<DTypeInfo, 8> kDTypes = {{
 
 size_t SizeOf(DType dtype) { return kDTypes[static_cast<size_t>(dtype)].size; }
 
-std::string_view DTypeName(DType dtype) { return kDTypes[static_cast<size_t>(dtype)].name; }
+const char* DTypeName(DType dtype) { return kDTypes[static_cast<size_t>(dtype)].name; }
 
 bool ParseDType(std::string_view name, DType* dtype) {
   for (const DTypeInfo& info : kDTypes) {
-    if (info.name == name) {
+    if (name == info.name) {
       *dtype = info.dtype;
       return true;
     }

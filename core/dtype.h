@@ -11,7 +11,7 @@ enum class DType : uint8_t { kF32, kF16, kBF16, kF64, kI32, kI64, kU8, kBool };
 // Bytes of one element.
 size_t SizeOf(DType dtype);
 // Short lowercase name used in messages and graph dumps ("f32", "i32", ...).
-std::string_view DTypeName(DType dtype);
+const char* DTypeName(DType dtype);
 // Inverse of DTypeName; false when the name is unknown.
 bool ParseDType(std::string_view name, DType* dtype);
 

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 
 #define LS_STATUS_CONCAT_INNER(a, b) a##b
@@ -25,7 +26,7 @@
 
 // Adds context in front of a failed status' message ("while loading x: <message>").
 namespace lockstep {
-inline absl::Status Annotate(const absl::Status& status, std::string_view context) {
+inline absl::Status Annotate(const absl::Status& status, absl::string_view context) {
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
 }

@@ -1,0 +1,25 @@
+#include "graph/compile.h"
+
+#include "graph/passes/passes.h"
+
+namespace lockstep {
+
+absl::StatusOr<std::unique_ptr<Executor>> Compile(std::unique_ptr<Graph> graph,
+                                                  const CompileOptions& options) {
+  PassContext ctx;
+  ctx.device = options.device;
+  ctx.dump_dir = options.dump_dir;
+  PassManager passes;
+  if (options.autodiff) {
+    ctx.autodiff = *options.autodiff;
+    passes.Add(CreateAutodiffPass());
+  }
+  passes.Add(CreateDeadCodeElimPass())
+      .Add(CreateAssignLayoutsPass())
+      .Add(CreateMemoryPlanPass())
+      .Add(CreateLowerKernelsPass());
+  LS_RETURN_IF_ERROR(passes.Run(*graph, ctx));
+  return Executor::Create(std::move(graph));
+}
+
+}  // namespace lockstep

@@ -1,0 +1,84 @@
+#pragma once
+
+// Kernels: (op, device, dtype) -> a factory that builds the kernel for one node once, at
+// compile time (oneDNN primitives, algorithm choice), and a Run called every step.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/device.h"
+#include "core/status.h"
+#include "core/tensor.h"
+#include "graph/graph.h"
+
+namespace lockstep {
+
+// Tensors of one node, fixed for the executor's life: views into the planned memory.
+struct KernelIO {
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  void* workspace = nullptr;  // Kernel::WorkspaceBytes() bytes of scratch
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual size_t WorkspaceBytes() const { return 0; }
+  virtual absl::Status Run(const KernelIO& io) = 0;
+};
+
+// The layouts a kernel wants for its inputs (the pass reorders where they differ) and the
+// layouts it will produce, given what the producers of its inputs hold.
+struct LayoutChoice {
+  std::vector<Layout> inputs;
+  std::vector<Layout> outputs;
+};
+using LayoutFn =
+    std::function<LayoutChoice(const Node& node, const std::vector<Layout>& producer_layouts)>;
+using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const Node& node)>;
+
+// Everything plain: the default.
+LayoutChoice PlainLayouts(const Node& node, const std::vector<Layout>& producer_layouts);
+// Element-wise ops: inputs and outputs of the same shape share input 0's layout.
+LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>& producer_layouts);
+
+struct KernelDef {
+  std::string op;
+  DeviceType device = DeviceType::kCPU;
+  DType dtype = DType::kF32;
+  KernelFactory create;
+  LayoutFn layouts = PlainLayouts;
+};
+
+// A factory for kernels whose constructor takes the node and cannot fail.
+template <typename K>
+KernelFactory MakeFactory() {
+  return [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    return std::make_unique<K>(node);
+  };
+}
+
+class KernelRegistry {
+ public:
+  static KernelRegistry& Global();
+  bool Register(KernelDef def);
+  // The kernel for a node: keyed by op, device and the dtype of input 0 (output 0 for nodes
+  // without inputs).
+  absl::StatusOr<const KernelDef*> Find(const Node& node, DeviceType device) const;
+
+ private:
+  std::map<std::tuple<std::string, DeviceType, DType>, KernelDef> kernels_;
+};
+
+}  // namespace lockstep
+
+// REGISTER_KERNEL({.op = "Relu", .create = MakeFactory<ReluKernel>(), ...});
+#define REGISTER_KERNEL(...)                                                  \
+  [[maybe_unused]] static const bool LS_KERNEL_CONCAT(ls_kernel_, __LINE__) = \
+      ::lockstep::KernelRegistry::Global().Register(::lockstep::KernelDef __VA_ARGS__)
+#define LS_KERNEL_CONCAT_INNER(a, b) a##b
+#define LS_KERNEL_CONCAT(a, b) LS_KERNEL_CONCAT_INNER(a, b)

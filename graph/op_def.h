@@ -1,0 +1,110 @@
+#pragma once
+
+// One op, one place: arity, attributes, shape/dtype inference and the gradient rule are declared
+// together with REGISTER_OP in ops/<family>.cc.
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "graph/attr.h"
+
+namespace lockstep {
+
+class Builder;
+struct Node;
+struct Value;
+
+struct TensorType {
+  Shape shape;
+  DType dtype = DType::kF32;
+  bool operator==(const TensorType&) const = default;
+};
+std::string TypeToString(const TensorType& type);  // "f32[8, 3, 32, 32]"
+
+struct InferContext {
+  const std::vector<TensorType>& inputs;
+  const Attrs& attrs;
+};
+using InferFn = std::function<absl::StatusOr<std::vector<TensorType>>(const InferContext&)>;
+
+// What a gradient rule sees: the forward node and the gradients flowing into its outputs.
+struct GradContext {
+  Builder& builder;
+  const Node& node;
+  std::vector<Value*> output_grads;  // nullptr where an output does not reach the loss
+
+  Value* input(int i) const;
+  Value* output(int i) const;
+  Value* dy(int i = 0) const { return output_grads[i]; }
+  const Attrs& attrs() const;
+};
+// Returns one gradient per input (nullptr: the input gets no gradient, e.g. integer labels).
+using GradFn = std::function<std::vector<Value*>(GradContext&)>;
+
+inline constexpr int kVariadic = -1;
+
+struct AttrSpec {
+  std::string name;
+  bool required = true;
+  AttrValue default_value;  // when not required
+};
+
+class OpDef {
+ public:
+  explicit OpDef(std::string name) : name_(std::move(name)) {}
+
+  OpDef& Inputs(int count) { return Set(num_inputs_, count); }
+  OpDef& Outputs(int count) { return Set(num_outputs_, count); }
+  // A required attribute, or one with a default.
+  OpDef& Attr(std::string name) { return AddAttr({std::move(name), true, {}}); }
+  OpDef& Attr(std::string name, AttrValue default_value) {
+    return AddAttr({std::move(name), false, std::move(default_value)});
+  }
+  OpDef& Infer(InferFn fn) { return Set(infer_, std::move(fn)); }
+  OpDef& Grad(GradFn fn) { return Set(grad_, std::move(fn)); }
+  // Output `output` is written into the memory of input `input` (optimizer and running-stat
+  // updates). The input must be a parameter or state, and every other reader runs before.
+  OpDef& InPlace(int output, int input) {
+    in_place_.emplace_back(output, input);
+    return *this;
+  }
+
+  const std::string& name() const { return name_; }
+  int num_inputs() const { return num_inputs_; }
+  int num_outputs() const { return num_outputs_; }
+  const std::vector<AttrSpec>& attrs() const { return attrs_; }
+  const InferFn& infer() const { return infer_; }
+  const GradFn& grad() const { return grad_; }
+  bool differentiable() const { return static_cast<bool>(grad_); }
+  const std::vector<std::pair<int, int>>& in_place() const { return in_place_; }
+  // The input an output is written into, or -1.
+  int InPlaceInput(int output) const;
+
+  // Checks attribute names against the declaration and fills defaults.
+  absl::Status CompleteAttrs(Attrs* attrs) const;
+
+ private:
+  template <typename T>
+  OpDef& Set(T& field, T value) {
+    field = std::move(value);
+    return *this;
+  }
+  OpDef& AddAttr(AttrSpec spec) {
+    attrs_.push_back(std::move(spec));
+    return *this;
+  }
+
+  std::string name_;
+  int num_inputs_ = 0;
+  int num_outputs_ = 1;
+  std::vector<AttrSpec> attrs_;
+  InferFn infer_;
+  GradFn grad_;
+  std::vector<std::pair<int, int>> in_place_;
+};
+
+}  // namespace lockstep

@@ -1,0 +1,70 @@
+#include "graph/op_registry.h"
+
+#include "absl/strings/str_join.h"
+#include "core/logging.h"
+#include "graph/graph.h"
+
+namespace lockstep {
+
+std::string TypeToString(const TensorType& type) {
+  return absl::StrCat(DTypeName(type.dtype), ShapeToString(type.shape));
+}
+
+Value* GradContext::input(int i) const { return node.inputs[i]; }
+Value* GradContext::output(int i) const { return node.outputs[i].get(); }
+const Attrs& GradContext::attrs() const { return node.attrs; }
+
+int OpDef::InPlaceInput(int output) const {
+  for (auto [out, in] : in_place_) {
+    if (out == output) return in;
+  }
+  return -1;
+}
+
+absl::Status OpDef::CompleteAttrs(Attrs* attrs) const {
+  for (const auto& [name, value] : attrs->items()) {
+    bool declared = false;
+    for (const AttrSpec& spec : attrs_) declared = declared || spec.name == name;
+    if (!declared) {
+      return absl::InvalidArgumentError(absl::StrCat("op ", name_, " has no attribute '", name,
+                                                     "'"));
+    }
+  }
+  for (const AttrSpec& spec : attrs_) {
+    if (attrs->Has(spec.name)) continue;
+    if (spec.required) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("op ", name_, " needs attribute '", spec.name, "'"));
+    }
+    attrs->Set(spec.name, spec.default_value);
+  }
+  return absl::OkStatus();
+}
+
+OpRegistry& OpRegistry::Global() {
+  static auto* registry = new OpRegistry();
+  return *registry;
+}
+
+OpDef& OpRegistry::Register(const std::string& name) {
+  LS_CHECK(ops_.count(name) == 0) << "op " << name << " registered twice";
+  auto [it, inserted] = ops_.emplace(name, std::make_unique<OpDef>(name));
+  return *it->second;
+}
+
+absl::StatusOr<const OpDef*> OpRegistry::Find(absl::string_view name) const {
+  auto it = ops_.find(name);
+  if (it == ops_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown op '", name, "'; known ops: ",
+                                            absl::StrJoin(Names(), ", ")));
+  }
+  return it->second.get();
+}
+
+std::vector<std::string> OpRegistry::Names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, def] : ops_) names.push_back(name);
+  return names;
+}
+
+}  // namespace lockstep

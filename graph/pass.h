@@ -1,0 +1,58 @@
+#pragma once
+
+// Passes are small named units, one per file under graph/passes/ (or parallel/passes/). They get
+// their configuration through the PassContext, never from globals. The PassManager verifies
+// the graph after every pass and, when a dump directory is set, writes the graph as text.
+
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <utility>
+#include <vector>
+
+#include "core/device.h"
+#include "core/status.h"
+#include "graph/graph.h"
+
+namespace lockstep {
+
+struct AutodiffOptions {
+  // The scalar graph output to differentiate, seeded with loss_scale.
+  std::string loss = "loss";
+  double loss_scale = 1.0;
+  // Instead of the loss: (graph output, data input holding its incoming gradient) pairs.
+  std::vector<std::pair<std::string, std::string>> seeds;
+  // Inputs to differentiate with respect to; empty means every parameter. Gradients become
+  // graph outputs named "grad/<input>".
+  std::vector<std::string> wrt;
+};
+
+struct PassContext {
+  Device device = Device::CPU();
+  AutodiffOptions autodiff;
+  std::string dump_dir;  // LOCKSTEP_DUMP_GRAPH, read by the PassManager when empty
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual absl::string_view name() const = 0;
+  virtual absl::Status Run(Graph& graph, PassContext& ctx) = 0;
+};
+
+class PassManager {
+ public:
+  PassManager& Add(std::unique_ptr<Pass> pass) {
+    passes_.push_back(std::move(pass));
+    return *this;
+  }
+  absl::Status Run(Graph& graph, PassContext& ctx) const;
+
+ private:
+  std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+// Gradient name for an input: "grad/<input>".
+std::string GradientName(absl::string_view input);
+
+}  // namespace lockstep

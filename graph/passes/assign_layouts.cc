@@ -1,0 +1,66 @@
+// Layout assignment: each kernel says which layout it wants for its inputs and which it
+// produces; where a producer and a consumer disagree, a Reorder node goes in between (one per
+// value and layout, shared by all readers). Graph outputs are always plain.
+
+#include <map>
+#include <utility>
+
+#include "graph/kernel.h"
+#include "graph/op_registry.h"
+#include "graph/passes/passes.h"
+
+namespace lockstep {
+namespace {
+
+class AssignLayoutsPass : public Pass {
+ public:
+  absl::string_view name() const override { return "AssignLayouts"; }
+
+  absl::Status Run(Graph& graph, PassContext& ctx) override {
+    LS_ASSIGN_OR_RETURN(reorder_op_, OpRegistry::Global().Find("Reorder"));
+    reorders_.clear();
+    std::vector<Node*> order;
+    for (const auto& node : graph.nodes()) order.push_back(node.get());
+    for (Node* node : order) {
+      if (node->IsInput()) continue;
+      LS_ASSIGN_OR_RETURN(const KernelDef* def,
+                          KernelRegistry::Global().Find(*node, ctx.device.type));
+      std::vector<Layout> producer_layouts;
+      for (const Value* input : node->inputs) producer_layouts.push_back(input->layout);
+      LayoutChoice choice = def->layouts(*node, producer_layouts);
+      for (size_t i = 0; i < node->inputs.size(); ++i) {
+        node->inputs[i] = Convert(graph, node->inputs[i], choice.inputs[i], node);
+      }
+      for (size_t i = 0; i < node->outputs.size(); ++i) node->outputs[i]->layout = choice.outputs[i];
+    }
+    for (GraphOutput& output : graph.outputs()) {
+      output.value = Convert(graph, output.value, Layout::kPlain, nullptr);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // `value` in `layout`, reordered right before `reader` (or at the end) when needed.
+  Value* Convert(Graph& graph, Value* value, Layout layout, const Node* reader) {
+    if (value->layout == layout) return value;
+    auto key = std::make_pair(value, layout);
+    auto it = reorders_.find(key);
+    if (it != reorders_.end()) return it->second;
+    size_t position = reader ? graph.PositionOf(reader) : graph.nodes().size();
+    Node* reorder = graph.InsertNode(position, reorder_op_, absl::StrCat("reorder/", value->id),
+                                     {{"layout", std::string(LayoutName(layout))}}, {value},
+                                     {value->type});
+    reorder->output()->layout = layout;
+    reorders_[key] = reorder->output();
+    return reorder->output();
+  }
+
+  const OpDef* reorder_op_ = nullptr;
+  std::map<std::pair<Value*, Layout>, Value*> reorders_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> CreateAssignLayoutsPass() { return std::make_unique<AssignLayoutsPass>(); }
+
+}  // namespace lockstep

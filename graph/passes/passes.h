@@ -1,0 +1,22 @@
+#pragma once
+
+#include <memory>
+
+#include "graph/pass.h"
+
+namespace lockstep {
+
+// Emits gradient nodes from each op's registered rule, reverse topologically.
+std::unique_ptr<Pass> CreateAutodiffPass();
+// Removes nodes none of whose outputs reach a graph output.
+std::unique_ptr<Pass> CreateDeadCodeElimPass();
+// Chooses each value's layout from its kernel's preference and inserts Reorder nodes between
+// producers and consumers that disagree.
+std::unique_ptr<Pass> CreateAssignLayoutsPass();
+// Places every value: parameters, gradients, state and inputs in flat buffers, activations in
+// one arena by liveness.
+std::unique_ptr<Pass> CreateMemoryPlanPass();
+// Binds a kernel to every node and builds its state once.
+std::unique_ptr<Pass> CreateLowerKernelsPass();
+
+}  // namespace lockstep

@@ -1,0 +1,79 @@
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "graph/graph.h"
+
+namespace lockstep {
+namespace {
+
+absl::Status VerifyNode(const Node& node, const std::set<const Value*>& defined) {
+  const OpDef& op = *node.op;
+  if (op.num_inputs() != kVariadic && static_cast<int>(node.inputs.size()) != op.num_inputs()) {
+    return absl::InternalError(absl::StrCat(node.Describe(), " has ", node.inputs.size(),
+                                            " inputs, op declares ", op.num_inputs()));
+  }
+  if (static_cast<int>(node.outputs.size()) != op.num_outputs()) {
+    return absl::InternalError(absl::StrCat(node.Describe(), " has ", node.outputs.size(),
+                                            " outputs, op declares ", op.num_outputs()));
+  }
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (defined.count(node.inputs[i]) == 0) {
+      return absl::InternalError(absl::StrCat(node.Describe(), " input ", i, " (",
+                                              node.inputs[i]->Label(),
+                                              ") is not defined before it"));
+    }
+  }
+  for (const AttrSpec& spec : op.attrs()) {
+    if (!node.attrs.Has(spec.name)) {
+      return absl::InternalError(absl::StrCat(node.Describe(), " lacks attribute ", spec.name));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// An in-place output overwrites its input: that input must be persistent (parameter or state)
+// and this node must be its last reader.
+absl::Status VerifyInPlace(const Graph& graph, const Node& node, size_t position,
+                           const std::vector<std::vector<Node*>>& consumers) {
+  for (auto [output, input] : node.op->in_place()) {
+    const Value* target = node.inputs[input];
+    if (!target->producer->IsInput() || target->producer->role() == InputRole::kData) {
+      return absl::InternalError(absl::StrCat(node.Describe(), " writes output ", output,
+                                              " in place into ", target->Label(),
+                                              ", which is not a parameter or state"));
+    }
+    for (const Node* reader : consumers[target->id]) {
+      if (graph.PositionOf(reader) > position) {
+        return absl::InternalError(absl::StrCat(node.Describe(), " overwrites ", target->Label(),
+                                                " before ", reader->Describe(), " reads it"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyGraph(const Graph& graph) {
+  std::set<const Value*> defined;
+  std::set<int> node_ids;
+  auto consumers = graph.Consumers();
+  for (size_t position = 0; position < graph.nodes().size(); ++position) {
+    const Node& node = *graph.nodes()[position];
+    if (!node_ids.insert(node.id).second) {
+      return absl::InternalError(absl::StrCat(node.Describe(), " appears twice"));
+    }
+    LS_RETURN_IF_ERROR(VerifyNode(node, defined));
+    LS_RETURN_IF_ERROR(VerifyInPlace(graph, node, position, consumers));
+    for (const auto& output : node.outputs) defined.insert(output.get());
+  }
+  for (const GraphOutput& output : graph.outputs()) {
+    if (defined.count(output.value) == 0) {
+      return absl::InternalError(
+          absl::StrCat("graph output ", output.name, " refers to a value not in the graph"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,66 @@
+#pragma once
+
+// Shared oneDNN plumbing for the CPU kernels: the engine and stream, memory descriptors for
+// our shapes and layouts, the DNNL_RETURN_IF_ERROR wrapper, and DnnlStep, a primitive whose
+// arguments and user-mode scratchpad are bound once so a step only swaps data pointers.
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "graph/layout.h"
+
+namespace lockstep::dnnl_util {
+
+dnnl::engine& CpuEngine();
+// oneDNN streams are not thread-safe: one per thread.
+dnnl::stream& CpuStream();
+
+dnnl::memory::dims Dims(const Shape& shape);
+dnnl::memory::data_type DataType(DType dtype);
+// 4-D: nchw or nChw16c; 2-D: nc; 1-D: a.
+dnnl::memory::desc Desc(const Shape& shape, DType dtype, Layout layout = Layout::kPlain);
+dnnl::memory::desc Desc(const Shape& shape, DType dtype, dnnl::memory::format_tag tag);
+
+// Attributes every kernel uses: user-managed scratchpad, so the executor's workspace holds it.
+dnnl::primitive_attr ScratchpadAttr();
+
+absl::Status ErrorStatus(const dnnl::error& e, const char* call, const char* file, int line);
+
+// A primitive plus its argument memories. Arguments are declared at compile time with Arg();
+// Run() points them at this step's tensors and the workspace and executes.
+class DnnlStep {
+ public:
+  DnnlStep() = default;
+  // DnnlStep(dnnl::convolution_forward(pd), pd.scratchpad_desc())
+  DnnlStep(dnnl::primitive primitive, const dnnl::memory::desc& scratchpad)
+      : primitive_(std::move(primitive)), scratchpad_bytes_(scratchpad.get_size()) {
+    if (scratchpad_bytes_ > 0) Arg(DNNL_ARG_SCRATCHPAD, scratchpad);
+  }
+  // Declares argument `arg` (DNNL_ARG_SRC, ...) with its descriptor.
+  void Arg(int arg, const dnnl::memory::desc& desc);
+  size_t scratchpad_bytes() const { return scratchpad_bytes_; }
+  // handles: (arg, data pointer) for every declared argument but the scratchpad.
+  absl::Status Run(std::initializer_list<std::pair<int, void*>> handles, void* workspace);
+
+ private:
+  dnnl::primitive primitive_;
+  size_t scratchpad_bytes_ = 0;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
+}  // namespace lockstep::dnnl_util
+
+// Runs a oneDNN call; a dnnl::error becomes a Status with the call text and file:line.
+#define DNNL_RETURN_IF_ERROR(expr)                                                   \
+  do {                                                                               \
+    try {                                                                            \
+      expr;                                                                          \
+    } catch (const dnnl::error& ls_dnnl_error_) {                                    \
+      return ::lockstep::dnnl_util::ErrorStatus(ls_dnnl_error_, #expr, __FILE__, __LINE__); \
+    }                                                                                \
+  } while (0)

@@ -1,0 +1,41 @@
+#include "graph/kernel.h"
+#include "ops/cpu/dnnl_util.h"
+
+namespace lockstep {
+namespace {
+
+class ReorderKernel : public Kernel {
+ public:
+  explicit ReorderKernel(const Node& node) {
+    const Value& x = *node.inputs[0];
+    const Value& y = *node.output();
+    auto src = dnnl_util::Desc(x.shape(), x.dtype(), x.layout);
+    auto dst = dnnl_util::Desc(y.shape(), y.dtype(), y.layout);
+    auto engine = dnnl_util::CpuEngine();
+    dnnl::reorder::primitive_desc pd(engine, src, engine, dst, dnnl_util::ScratchpadAttr());
+    step_ = dnnl_util::DnnlStep(dnnl::reorder(pd), pd.scratchpad_desc());
+    step_.Arg(DNNL_ARG_SRC, src);
+    step_.Arg(DNNL_ARG_DST, dst);
+  }
+  size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
+  absl::Status Run(const KernelIO& io) override {
+    return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},     // (N, C, H, W), one layout
+                      {DNNL_ARG_DST, io.outputs[0].raw_data()}},  // (N, C, H, W), the other
+                     io.workspace);
+  }
+
+ private:
+  dnnl_util::DnnlStep step_;
+};
+
+// The producer's layout in, the attribute's layout out.
+LayoutChoice ReorderLayouts(const Node& node, const std::vector<Layout>& producer_layouts) {
+  Layout target = node.attrs.GetString("layout") == LayoutName(Layout::kNChw16c) ? Layout::kNChw16c
+                                                                                 : Layout::kPlain;
+  return {producer_layouts, {target}};
+}
+
+REGISTER_KERNEL({.op = "Reorder", .create = MakeFactory<ReorderKernel>(), .layouts = ReorderLayouts});
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,94 @@
+// Element-wise ops: Add, Relu, Scale, Fill, Cast, BiasAdd and their gradients.
+
+#include "graph/builder.h"
+#include "graph/op_registry.h"
+
+namespace lockstep {
+namespace {
+
+absl::StatusOr<std::vector<TensorType>> SameAsInput(const InferContext& ctx) {
+  return std::vector<TensorType>{ctx.inputs[0]};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferSameShapes(const InferContext& ctx) {
+  for (const TensorType& input : ctx.inputs) {
+    if (input != ctx.inputs[0]) {
+      return absl::InvalidArgumentError(absl::StrCat("inputs must have the same type, got ",
+                                                     TypeToString(ctx.inputs[0]), " and ",
+                                                     TypeToString(input)));
+    }
+  }
+  return std::vector<TensorType>{ctx.inputs[0]};
+}
+
+absl::StatusOr<DType> DTypeAttr(const Attrs& attrs) {
+  DType dtype;
+  if (!ParseDType(attrs.GetString("dtype"), &dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown dtype '", attrs.GetString("dtype"), "'"));
+  }
+  return dtype;
+}
+
+absl::StatusOr<std::vector<TensorType>> InferFill(const InferContext& ctx) {
+  LS_ASSIGN_OR_RETURN(DType dtype, DTypeAttr(ctx.attrs));
+  return std::vector<TensorType>{{ctx.attrs.GetInts("shape"), dtype}};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferCast(const InferContext& ctx) {
+  LS_ASSIGN_OR_RETURN(DType dtype, DTypeAttr(ctx.attrs));
+  return std::vector<TensorType>{{ctx.inputs[0].shape, dtype}};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferBiasAdd(const InferContext& ctx) {
+  const TensorType& x = ctx.inputs[0];
+  const TensorType& bias = ctx.inputs[1];
+  if (x.shape.size() < 2 || bias.shape.size() != 1 || bias.shape[0] != x.shape[1]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bias must be (C) with C = dimension 1 of x, got x ", TypeToString(x), " and bias ",
+        TypeToString(bias)));
+  }
+  return std::vector<TensorType>{x};
+}
+
+absl::StatusOr<std::vector<TensorType>> InferBiasAddGrad(const InferContext& ctx) {
+  if (ctx.inputs[0].shape.size() < 2) {
+    return absl::InvalidArgumentError("dy must have at least 2 dimensions (N, C, ...)");
+  }
+  return std::vector<TensorType>{{{ctx.inputs[0].shape[1]}, ctx.inputs[0].dtype}};
+}
+
+REGISTER_OP("Add").Inputs(2).Infer(InferSameShapes).Grad([](GradContext& g) {
+  return std::vector<Value*>{g.dy(), g.dy()};
+});
+
+REGISTER_OP("Relu").Inputs(1).Infer(SameAsInput).Grad([](GradContext& g) {
+  return std::vector<Value*>{g.builder.Op1("ReluGrad", {g.input(0), g.dy()})};
+});
+// (x, dy) -> dy where x > 0.
+REGISTER_OP("ReluGrad").Inputs(2).Infer(InferSameShapes);
+
+REGISTER_OP("Scale").Inputs(1).Attr("scale").Infer(SameAsInput).Grad([](GradContext& g) {
+  return std::vector<Value*>{g.builder.Op1("Scale", {g.dy()}, {{"scale", g.attrs().Get("scale")}})};
+});
+
+REGISTER_OP("Fill")
+    .Inputs(0)
+    .Attr("shape")
+    .Attr("value", 0.0)
+    .Attr("dtype", std::string("f32"))
+    .Infer(InferFill);
+
+REGISTER_OP("Cast").Inputs(1).Attr("dtype").Infer(InferCast).Grad([](GradContext& g) {
+  std::string back(DTypeName(g.input(0)->dtype()));
+  return std::vector<Value*>{g.builder.Op1("Cast", {g.dy()}, {{"dtype", back}})};
+});
+
+REGISTER_OP("BiasAdd").Inputs(2).Infer(InferBiasAdd).Grad([](GradContext& g) {
+  return std::vector<Value*>{g.dy(), g.builder.Op1("BiasAddGrad", {g.dy()})};
+});
+// (N, C, ...) -> (C): the sum over every axis but 1.
+REGISTER_OP("BiasAddGrad").Inputs(1).Infer(InferBiasAddGrad);
+
+}  // namespace
+}  // namespace lockstep

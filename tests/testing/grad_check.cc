@@ -1,0 +1,161 @@
+#include "tests/testing/grad_check.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/rng.h"
+#include "graph/compile.h"
+
+namespace lockstep::testing {
+namespace {
+
+struct Compiled {
+  std::unique_ptr<Executor> executor;
+  std::vector<std::string> outputs;  // names of the float outputs
+  std::vector<std::string> seeds;    // the data input holding each output's incoming gradient
+};
+
+std::string OutputName(size_t k) { return absl::StrCat("out/", k); }
+std::string SeedName(size_t k) { return absl::StrCat("dy/", k); }
+
+// Builds the subgraph with every float output as a graph output; with `differentiate`, adds
+// a seed input per output and the backward pass for the differentiable inputs.
+Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build, bool differentiate) {
+  auto graph = std::make_unique<Graph>();
+  Builder b(graph.get());
+  std::vector<Value*> values;
+  for (const GradCheckInput& input : inputs) {
+    values.push_back(input.role == InputRole::kState ? b.State(input.name, input.shape, input.dtype)
+                                                     : b.Input(input.name, input.shape, input.dtype));
+  }
+  std::vector<Value*> outputs = build(b, values);
+  EXPECT_TRUE(b.status().ok()) << b.status();
+  Compiled compiled;
+  AutodiffOptions autodiff;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (outputs[k] == nullptr || outputs[k]->dtype() != DType::kF32) continue;
+    graph->AddOutput(OutputName(k), outputs[k], OutputKind::kResult);
+    compiled.outputs.push_back(OutputName(k));
+    compiled.seeds.push_back(SeedName(k));
+    if (differentiate) {
+      b.Input(SeedName(k), outputs[k]->shape());
+      autodiff.seeds.emplace_back(OutputName(k), SeedName(k));
+    }
+  }
+  for (const GradCheckInput& input : inputs) {
+    if (input.differentiable) autodiff.wrt.push_back(input.name);
+  }
+  CompileOptions options;
+  if (differentiate) options.autodiff = autodiff;
+  absl::StatusOr<std::unique_ptr<Executor>> executor = Compile(std::move(graph), options);
+  EXPECT_TRUE(executor.ok()) << executor.status();
+  if (executor.ok()) compiled.executor = std::move(*executor);
+  return compiled;
+}
+
+// The input's values: given, or normal draws kept at least `kink` away from zero.
+std::vector<float> InputValues(const GradCheckInput& input, uint64_t stream, double kink) {
+  if (!input.values.empty()) return input.values;
+  std::vector<float> values(NumElements(input.shape));
+  Philox(1234, stream).Normal(values.data(), values.size(), 0.0f, 1.0f);
+  for (float& v : values) {
+    if (std::abs(v) < kink) v = std::copysign(static_cast<float>(kink) + std::abs(v), v);
+  }
+  return values;
+}
+
+void Write(const Tensor& tensor, const std::vector<float>& values) {
+  ASSERT_EQ(static_cast<int64_t>(values.size()), tensor.numel());
+  if (tensor.dtype() == DType::kI32) {
+    std::transform(values.begin(), values.end(), tensor.data<int32_t>(),
+                   [](float v) { return static_cast<int32_t>(v); });
+  } else {
+    std::copy(values.begin(), values.end(), tensor.data<float>());
+  }
+}
+
+void FeedInputs(const Executor& executor, const std::vector<GradCheckInput>& inputs,
+                const std::vector<std::vector<float>>& values) {
+  for (size_t i = 0; i < inputs.size(); ++i) Write(*executor.Input(inputs[i].name), values[i]);
+}
+
+// S = sum_k <dy_k, y_k> in float64.
+double Objective(const Compiled& forward, const std::vector<std::vector<float>>& seeds) {
+  EXPECT_TRUE(forward.executor->Run().ok());
+  double total = 0.0;
+  for (size_t k = 0; k < forward.outputs.size(); ++k) {
+    Tensor y = *forward.executor->Output(forward.outputs[k]);
+    for (int64_t i = 0; i < y.numel(); ++i) total += static_cast<double>(seeds[k][i]) * y.data<float>()[i];
+  }
+  return total;
+}
+
+}  // namespace
+
+void ExpectGradientsMatch(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
+                          const GradCheckOptions& options) {
+  Compiled backward = Build(inputs, build, /*differentiate=*/true);
+  Compiled forward = Build(inputs, build, /*differentiate=*/false);
+  ASSERT_TRUE(backward.executor && forward.executor);
+  std::vector<std::vector<float>> values, seeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    values.push_back(InputValues(inputs[i], options.seed * 1000 + i, options.kink));
+  }
+  FeedInputs(*backward.executor, inputs, values);
+  FeedInputs(*forward.executor, inputs, values);
+  for (size_t k = 0; k < backward.seeds.size(); ++k) {
+    Tensor dy = *backward.executor->Input(backward.seeds[k]);
+    seeds.push_back(InputValues({.name = "dy", .shape = dy.shape()}, options.seed * 1000 + 999 - k, 0));
+    Write(dy, seeds.back());
+  }
+  ASSERT_TRUE(backward.executor->Run().ok());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].differentiable) continue;
+    Tensor analytic = *backward.executor->Output(GradientName(inputs[i].name));
+    Tensor x = *forward.executor->Input(inputs[i].name);
+    int failures = 0;
+    for (int64_t j = 0; j < x.numel() && failures < 5; ++j) {
+      float original = x.data<float>()[j];
+      x.data<float>()[j] = original + static_cast<float>(options.step);
+      double plus = Objective(forward, seeds);
+      x.data<float>()[j] = original - static_cast<float>(options.step);
+      double minus = Objective(forward, seeds);
+      x.data<float>()[j] = original;
+      double numeric = (plus - minus) / (2.0 * options.step);
+      double a = analytic.data<float>()[j];
+      double scale = std::max({std::abs(a), std::abs(numeric), 1.0});
+      if (std::abs(a - numeric) > options.tolerance * scale) {
+        ++failures;
+        ADD_FAILURE() << "gradient of " << inputs[i].name << "[" << j << "]: analytic " << a
+                      << ", numeric " << numeric;
+      }
+    }
+  }
+}
+
+void ExpectOpGradientsMatch(const std::string& op, const std::vector<GradCheckInput>& inputs,
+                            const Attrs& attrs, const GradCheckOptions& options) {
+  ExpectGradientsMatch(
+      inputs, [&](Builder& b, const std::vector<Value*>& values) { return b.Op(op, values, attrs); },
+      options);
+}
+
+std::vector<std::vector<float>> RunForward(const std::vector<GradCheckInput>& inputs,
+                                           const BuildFn& build) {
+  Compiled forward = Build(inputs, build, /*differentiate=*/false);
+  if (!forward.executor) return {};
+  std::vector<std::vector<float>> values;
+  for (size_t i = 0; i < inputs.size(); ++i) values.push_back(InputValues(inputs[i], 1000 + i, 0));
+  FeedInputs(*forward.executor, inputs, values);
+  EXPECT_TRUE(forward.executor->Run().ok());
+  std::vector<std::vector<float>> outputs;
+  for (const std::string& name : forward.outputs) {
+    Tensor y = *forward.executor->Output(name);
+    outputs.emplace_back(y.data<float>(), y.data<float>() + y.numel());
+  }
+  return outputs;
+}
+
+}  // namespace lockstep::testing

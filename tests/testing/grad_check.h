@@ -1,0 +1,49 @@
+#pragma once
+
+// Numeric gradient checking (as Caffe's GradientChecker): builds a subgraph from `build`,
+// seeds every float output y_k with a random dy_k, and compares the compiled backward pass
+// against central differences of S = sum_k <dy_k, y_k>, accumulated in float64, for every
+// element of every differentiable input. Tolerance is relative to max(|analytic|, |numeric|, 1).
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/builder.h"
+
+namespace lockstep::testing {
+
+struct GradCheckInput {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::kF32;
+  bool differentiable = true;
+  InputRole role = InputRole::kData;  // state for inputs an op updates in place
+  // Explicit values; empty means standard normal draws (i32 inputs must be given).
+  std::vector<float> values;
+};
+
+struct GradCheckOptions {
+  double step = 1e-2;
+  double tolerance = 1e-2;
+  uint64_t seed = 1;
+  // Keep |x| >= kink away from 0 for ops with a kink there (ReLU).
+  double kink = 0.0;
+};
+
+using BuildFn = std::function<std::vector<Value*>(Builder& b, const std::vector<Value*>& inputs)>;
+
+// Adds a gtest failure for every element whose gradients disagree (at most a few per input).
+void ExpectGradientsMatch(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
+                          const GradCheckOptions& options = {});
+
+// Shorthand for one op applied to the inputs; checks every output of the op.
+void ExpectOpGradientsMatch(const std::string& op, const std::vector<GradCheckInput>& inputs,
+                            const Attrs& attrs, const GradCheckOptions& options = {});
+
+// Runs `build` forward once on the given inputs and returns its outputs as float vectors
+// (for tests that compare against a reference implementation).
+std::vector<std::vector<float>> RunForward(const std::vector<GradCheckInput>& inputs,
+                                           const BuildFn& build);
+
+}  // namespace lockstep::testing
