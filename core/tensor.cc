@@ -5,6 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/allocator.h"
+#ifdef LOCKSTEP_WITH_CUDA
+#include "core/cuda_allocator.h"
+#endif
 
 namespace lockstep {
 
@@ -17,8 +20,18 @@ int64_t NumElements(const Shape& shape) {
 std::string ShapeToString(const Shape& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
 
 std::shared_ptr<Storage> Storage::Allocate(size_t bytes, Device device) {
-  LS_CHECK(device.type == DeviceType::kCPU) << "device storage comes from the CUDA allocator";
-  return std::shared_ptr<Storage>(new Storage(CpuAllocate(bytes), bytes, device, true));
+  if (device.type == DeviceType::kCPU) {
+    return std::shared_ptr<Storage>(new Storage(CpuAllocate(bytes), bytes, device, true));
+  }
+#ifdef LOCKSTEP_WITH_CUDA
+  absl::StatusOr<void*> data = CudaAllocate(bytes, device.index);
+  LS_CHECK(data.ok()) << "allocating " << bytes << " bytes on " << device.ToString() << ": "
+                      << data.status();
+  return std::shared_ptr<Storage>(new Storage(*data, bytes, device, true));
+#else
+  LS_CHECK(false) << "this build has no CUDA support; cannot allocate on " << device.ToString();
+  return nullptr;
+#endif
 }
 
 std::shared_ptr<Storage> Storage::Wrap(void* data, size_t bytes, Device device) {
@@ -26,7 +39,14 @@ std::shared_ptr<Storage> Storage::Wrap(void* data, size_t bytes, Device device) 
 }
 
 Storage::~Storage() {
-  if (owned_) CpuFree(data_);
+  if (!owned_) return;
+  if (device_.type == DeviceType::kCPU) {
+    CpuFree(data_);
+    return;
+  }
+#ifdef LOCKSTEP_WITH_CUDA
+  CudaFree(data_, device_.index);
+#endif
 }
 
 Tensor Tensor::Empty(Shape shape, DType dtype, Device device) {
@@ -38,7 +58,7 @@ Tensor Tensor::Empty(Shape shape, DType dtype, Device device) {
   return t;
 }
 
-Tensor Tensor::Zeros(Shape shape, DType dtype) {
+Tensor Tensor::Zeros(Shape shape, DType dtype) {  // CPU
   Tensor t = Empty(std::move(shape), dtype);
   std::memset(t.raw_data(), 0, t.nbytes());
   return t;
