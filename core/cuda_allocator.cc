@@ -36,8 +36,8 @@ DevicePool& Pool(int device) {
 }  // namespace
 
 absl::Status CudaErrorStatus(cudaError_t error, const char* call, const char* file, int line) {
-  return absl::InternalError(absl::StrCat("CUDA call ", call, " failed at ", file, ":", line,
-                                          ": ", cudaGetErrorString(error)));
+  return absl::InternalError(absl::StrCat("CUDA call ", call, " failed at ", file, ":", line, ": ",
+                                          cudaGetErrorString(error)));
 }
 
 bool CudaAvailable() {

@@ -15,10 +15,10 @@ bool CudaAvailable();
 
 }  // namespace lockstep
 
-#define CUDA_RETURN_IF_ERROR(expr)                                                    \
-  do {                                                                                \
-    cudaError_t ls_cuda_error_ = (expr);                                              \
-    if (ls_cuda_error_ != cudaSuccess) {                                              \
+#define CUDA_RETURN_IF_ERROR(expr)                                                   \
+  do {                                                                               \
+    cudaError_t ls_cuda_error_ = (expr);                                             \
+    if (ls_cuda_error_ != cudaSuccess) {                                             \
       return ::lockstep::CudaErrorStatus(ls_cuda_error_, #expr, __FILE__, __LINE__); \
-    }                                                                                 \
+    }                                                                                \
   } while (0)

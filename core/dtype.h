@@ -18,16 +18,28 @@ bool ParseDType(std::string_view name, DType* dtype);
 template <typename T>
 constexpr DType DTypeOf();
 template <>
-constexpr DType DTypeOf<float>() { return DType::kF32; }
+constexpr DType DTypeOf<float>() {
+  return DType::kF32;
+}
 template <>
-constexpr DType DTypeOf<double>() { return DType::kF64; }
+constexpr DType DTypeOf<double>() {
+  return DType::kF64;
+}
 template <>
-constexpr DType DTypeOf<int32_t>() { return DType::kI32; }
+constexpr DType DTypeOf<int32_t>() {
+  return DType::kI32;
+}
 template <>
-constexpr DType DTypeOf<int64_t>() { return DType::kI64; }
+constexpr DType DTypeOf<int64_t>() {
+  return DType::kI64;
+}
 template <>
-constexpr DType DTypeOf<uint8_t>() { return DType::kU8; }
+constexpr DType DTypeOf<uint8_t>() {
+  return DType::kU8;
+}
 template <>
-constexpr DType DTypeOf<bool>() { return DType::kBool; }
+constexpr DType DTypeOf<bool>() {
+  return DType::kBool;
+}
 
 }  // namespace lockstep

@@ -37,11 +37,11 @@ struct LogVoidify {
 
 }  // namespace lockstep
 
-#define LS_LOG(level) ::lockstep::LogMessage(::lockstep::LogLevel::k##level, __FILE__, __LINE__).stream()
+#define LS_LOG(level) \
+  ::lockstep::LogMessage(::lockstep::LogLevel::k##level, __FILE__, __LINE__).stream()
 
-#define LS_CHECK(cond)                                                              \
-  (cond) ? (void)0                                                                  \
-         : ::lockstep::LogVoidify() &                                               \
-               ::lockstep::LogMessage(::lockstep::LogLevel::kFatal, __FILE__, __LINE__) \
-                       .stream()                                                    \
+#define LS_CHECK(cond)                                                                           \
+  (cond) ? (void)0                                                                               \
+         : ::lockstep::LogVoidify() &                                                            \
+               ::lockstep::LogMessage(::lockstep::LogLevel::kFatal, __FILE__, __LINE__).stream() \
                    << "check failed: " #cond " "

@@ -4,16 +4,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 #define LS_STATUS_CONCAT_INNER(a, b) a##b
 #define LS_STATUS_CONCAT(a, b) LS_STATUS_CONCAT_INNER(a, b)
 
-#define LS_RETURN_IF_ERROR(expr)                    \
-  do {                                              \
-    ::absl::Status ls_status_ = (expr);             \
-    if (!ls_status_.ok()) return ls_status_;        \
+#define LS_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::absl::Status ls_status_ = (expr);      \
+    if (!ls_status_.ok()) return ls_status_; \
   } while (0)
 
 #define LS_ASSIGN_OR_RETURN(lhs, expr) \

@@ -17,7 +17,9 @@ int64_t NumElements(const Shape& shape) {
   return n;
 }
 
-std::string ShapeToString(const Shape& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
+std::string ShapeToString(const Shape& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
 
 std::shared_ptr<Storage> Storage::Allocate(size_t bytes, Device device) {
   if (device.type == DeviceType::kCPU) {
@@ -92,8 +94,8 @@ Tensor Tensor::Clone() const {
 }
 
 void Tensor::CopyFrom(const Tensor& other) {
-  LS_CHECK(other.nbytes() == nbytes()) << "copy of " << ShapeToString(other.shape()) << " into "
-                                       << ShapeToString(shape_);
+  LS_CHECK(other.nbytes() == nbytes())
+      << "copy of " << ShapeToString(other.shape()) << " into " << ShapeToString(shape_);
   std::memcpy(raw_data(), other.raw_data(), nbytes());
 }
 

@@ -60,8 +60,8 @@ class Tensor {
   void* raw_data() const { return static_cast<char*>(storage_->data()) + offset_; }
   template <typename T>
   T* data() const {
-    LS_CHECK(DTypeOf<T>() == dtype_) << "tensor is " << DTypeName(dtype_) << ", asked for "
-                                     << DTypeName(DTypeOf<T>());
+    LS_CHECK(DTypeOf<T>() == dtype_)
+        << "tensor is " << DTypeName(dtype_) << ", asked for " << DTypeName(DTypeOf<T>());
     return static_cast<T*>(raw_data());
   }
 

@@ -9,8 +9,8 @@
 namespace lockstep {
 
 // A node attribute: integer, float, bool, string, or a list of integers or floats.
-using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>,
-                               std::vector<double>>;
+using AttrValue =
+    std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>>;
 
 std::string AttrToString(const AttrValue& value);
 

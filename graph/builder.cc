@@ -52,8 +52,8 @@ absl::StatusOr<Node*> Builder::AddNode(absl::string_view op_name, std::vector<Va
   LS_ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global().Find(op_name));
   std::string where = absl::StrCat(op->name(), " (node '", prefix_, op->name(), "')");
   if (op->num_inputs() != kVariadic && static_cast<int>(inputs.size()) != op->num_inputs()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, " takes ", op->num_inputs(),
-                                                   " inputs, got ", inputs.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " takes ", op->num_inputs(), " inputs, got ", inputs.size()));
   }
   std::vector<TensorType> input_types;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -5,9 +5,9 @@
 // return nullptr, and whoever finishes the graph checks status() once.
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "graph/graph.h"
 
 namespace lockstep {

@@ -36,8 +36,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
 
 Tensor Executor::ViewOf(const Value& value) const {
   LS_CHECK(value.alloc.region != Region::kNone) << value.Label() << " was not planned";
-  return regions_[Index(value.alloc.region)].View(value.alloc.offset, value.shape(),
-                                                  value.dtype());
+  return regions_[Index(value.alloc.region)].View(value.alloc.offset, value.shape(), value.dtype());
 }
 
 absl::Status Executor::Run() {

@@ -4,9 +4,9 @@
 // created, following the graph's memory plan; a step allocates nothing.
 
 #include <memory>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "graph/graph.h"

@@ -160,8 +160,8 @@ std::string DumpGraph(const Graph& graph) {
     }
     for (const Value* v : node->inputs) args.push_back(v->Label());
     absl::StrAppend(&out, "= ", node->op->name(), "(", absl::StrJoin(args, ", "), ") ",
-                    node->attrs.ToString(), " : ", absl::StrJoin(results, ", "), "  # ",
-                    node->name, "\n");
+                    node->attrs.ToString(), " : ", absl::StrJoin(results, ", "), "  # ", node->name,
+                    "\n");
   }
   for (const GraphOutput& output : graph.outputs()) {
     absl::StrAppend(&out, "output ", output.name, " = ", output.value->Label(), " (",

@@ -1,6 +1,7 @@
 // "Input": a graph input. Its role attribute says whether it is fed each step (data), trained
 // (parameter) or carried across steps (state). Its value is written by the caller or the
-// optimizer, never computed, so it has no kernel.
+// optimizer, never computed, so it has no kernel. The registry registers it when it is first
+// used: a static registrar in this library could be dropped by the linker.
 
 #include "graph/op_registry.h"
 
@@ -20,8 +21,11 @@ absl::StatusOr<std::vector<TensorType>> InferInput(const InferContext& ctx) {
   return std::vector<TensorType>{type};
 }
 
-REGISTER_OP("Input").Inputs(0).Outputs(1).Attr("role").Attr("shape").Attr("dtype").Infer(
-    InferInput);
-
 }  // namespace
+
+void RegisterInputOp(OpRegistry& registry) {
+  registry.Register("Input").Inputs(0).Outputs(1).Attr("role").Attr("shape").Attr("dtype").Infer(
+      InferInput);
+}
+
 }  // namespace lockstep

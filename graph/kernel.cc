@@ -21,6 +21,18 @@ LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>&
   return choice;
 }
 
+Layout BlockedIfEligible(const Value& value) {
+  return BlockedLayoutEligible(value.shape(), value.dtype()) ? NativeBlockedLayout()
+                                                             : Layout::kPlain;
+}
+
+LayoutChoice BlockedWhereEligible(const Node& node, const std::vector<Layout>&) {
+  LayoutChoice choice;
+  for (const Value* input : node.inputs) choice.inputs.push_back(BlockedIfEligible(*input));
+  for (const auto& output : node.outputs) choice.outputs.push_back(BlockedIfEligible(*output));
+  return choice;
+}
+
 KernelRegistry& KernelRegistry::Global() {
   static auto* registry = new KernelRegistry();
   return *registry;
@@ -37,9 +49,9 @@ absl::StatusOr<const KernelDef*> KernelRegistry::Find(const Node& node, DeviceTy
   DType dtype = node.inputs.empty() ? node.output(0)->dtype() : node.inputs[0]->dtype();
   auto it = kernels_.find(std::make_tuple(node.op->name(), device, dtype));
   if (it == kernels_.end()) {
-    return absl::UnimplementedError(
-        absl::StrCat("no ", device == DeviceType::kCPU ? "CPU" : "CUDA", " kernel for ",
-                     node.Describe(), " with dtype ", DTypeName(dtype)));
+    return absl::UnimplementedError(absl::StrCat("no ", device == DeviceType::kCPU ? "CPU" : "CUDA",
+                                                 " kernel for ", node.Describe(), " with dtype ",
+                                                 DTypeName(dtype)));
   }
   return &it->second;
 }

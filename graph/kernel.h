@@ -45,6 +45,10 @@ using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<Kernel>>(cons
 LayoutChoice PlainLayouts(const Node& node, const std::vector<Layout>& producer_layouts);
 // Element-wise ops: inputs and outputs of the same shape share input 0's layout.
 LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>& producer_layouts);
+// The native blocked layout for a value that can use it, else plain.
+Layout BlockedIfEligible(const Value& value);
+// oneDNN ops: every input and output blocked where eligible, the rest plain.
+LayoutChoice BlockedWhereEligible(const Node& node, const std::vector<Layout>& producer_layouts);
 
 struct KernelDef {
   std::string op;

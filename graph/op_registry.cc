@@ -26,8 +26,8 @@ absl::Status OpDef::CompleteAttrs(Attrs* attrs) const {
     bool declared = false;
     for (const AttrSpec& spec : attrs_) declared = declared || spec.name == name;
     if (!declared) {
-      return absl::InvalidArgumentError(absl::StrCat("op ", name_, " has no attribute '", name,
-                                                     "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("op ", name_, " has no attribute '", name, "'"));
     }
   }
   for (const AttrSpec& spec : attrs_) {
@@ -41,8 +41,14 @@ absl::Status OpDef::CompleteAttrs(Attrs* attrs) const {
   return absl::OkStatus();
 }
 
+void RegisterInputOp(OpRegistry& registry);  // input_op.cc
+
 OpRegistry& OpRegistry::Global() {
-  static auto* registry = new OpRegistry();
+  static OpRegistry* registry = [] {
+    auto* created = new OpRegistry();
+    RegisterInputOp(*created);
+    return created;
+  }();
   return *registry;
 }
 
@@ -55,8 +61,8 @@ OpDef& OpRegistry::Register(const std::string& name) {
 absl::StatusOr<const OpDef*> OpRegistry::Find(absl::string_view name) const {
   auto it = ops_.find(name);
   if (it == ops_.end()) {
-    return absl::NotFoundError(absl::StrCat("unknown op '", name, "'; known ops: ",
-                                            absl::StrJoin(Names(), ", ")));
+    return absl::NotFoundError(
+        absl::StrCat("unknown op '", name, "'; known ops: ", absl::StrJoin(Names(), ", ")));
   }
   return it->second.get();
 }

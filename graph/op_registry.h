@@ -3,8 +3,8 @@
 #include <map>
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "graph/op_def.h"
 
 namespace lockstep {
@@ -29,6 +29,6 @@ class OpRegistry {
 #define LS_REGISTRY_CONCAT(a, b) LS_REGISTRY_CONCAT_INNER(a, b)
 
 // REGISTER_OP("Relu").Inputs(1).Outputs(1).Infer(...).Grad(...);
-#define REGISTER_OP(name)                                                           \
+#define REGISTER_OP(name)                                                               \
   [[maybe_unused]] static ::lockstep::OpDef& LS_REGISTRY_CONCAT(ls_op_def_, __LINE__) = \
       ::lockstep::OpRegistry::Global().Register(name)

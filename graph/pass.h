@@ -6,10 +6,10 @@
 
 #include <memory>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "core/device.h"
 #include "core/status.h"
 #include "graph/graph.h"

@@ -64,7 +64,8 @@ proto::GraphDef ToProto(const Graph& graph) {
     def->set_id(node->id);
     def->set_op(node->op->name());
     def->set_name(node->name);
-    for (const auto& [name, value] : node->attrs.items()) (*def->mutable_attrs())[name] = AttrToProto(value);
+    for (const auto& [name, value] : node->attrs.items())
+      (*def->mutable_attrs())[name] = AttrToProto(value);
     for (const Value* input : node->inputs) def->add_inputs(input->id);
     for (const auto& output : node->outputs) ValueToProto(*output, def->add_outputs());
     if (node->IsInput() && node->role() == InputRole::kParameter) {

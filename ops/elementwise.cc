@@ -44,9 +44,9 @@ absl::StatusOr<std::vector<TensorType>> InferBiasAdd(const InferContext& ctx) {
   const TensorType& x = ctx.inputs[0];
   const TensorType& bias = ctx.inputs[1];
   if (x.shape.size() < 2 || bias.shape.size() != 1 || bias.shape[0] != x.shape[1]) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bias must be (C) with C = dimension 1 of x, got x ", TypeToString(x), " and bias ",
-        TypeToString(bias)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bias must be (C) with C = dimension 1 of x, got x ", TypeToString(x),
+                     " and bias ", TypeToString(bias)));
   }
   return std::vector<TensorType>{x};
 }

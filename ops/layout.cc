@@ -1,14 +1,28 @@
 // Reorder: the same tensor in another memory layout. Inserted by the AssignLayouts pass after
 // autodiff, so it needs no gradient.
 
+#include "graph/layout.h"
+
 #include "graph/op_registry.h"
 
 namespace lockstep {
 namespace {
 
-REGISTER_OP("Reorder").Inputs(1).Attr("layout").Infer([](const InferContext& ctx) {
-  return absl::StatusOr<std::vector<TensorType>>(std::vector<TensorType>{ctx.inputs[0]});
-});
+absl::StatusOr<std::vector<TensorType>> InferReorder(const InferContext& ctx) {
+  Layout layout;
+  if (!ParseLayout(ctx.attrs.GetString("layout"), &layout)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown layout '", ctx.attrs.GetString("layout"), "'"));
+  }
+  if (layout != Layout::kPlain &&
+      !BlockedLayoutEligible(ctx.inputs[0].shape, ctx.inputs[0].dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(TypeToString(ctx.inputs[0]), " cannot use layout ", LayoutName(layout)));
+  }
+  return std::vector<TensorType>{ctx.inputs[0]};
+}
+
+REGISTER_OP("Reorder").Inputs(1).Attr("layout").Infer(InferReorder);
 
 }  // namespace
 }  // namespace lockstep

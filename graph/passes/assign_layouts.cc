@@ -31,7 +31,8 @@ class AssignLayoutsPass : public Pass {
       for (size_t i = 0; i < node->inputs.size(); ++i) {
         node->inputs[i] = Convert(graph, node->inputs[i], choice.inputs[i], node);
       }
-      for (size_t i = 0; i < node->outputs.size(); ++i) node->outputs[i]->layout = choice.outputs[i];
+      for (size_t i = 0; i < node->outputs.size(); ++i)
+        node->outputs[i]->layout = choice.outputs[i];
     }
     for (GraphOutput& output : graph.outputs()) {
       output.value = Convert(graph, output.value, Layout::kPlain, nullptr);
@@ -47,9 +48,9 @@ class AssignLayoutsPass : public Pass {
     auto it = reorders_.find(key);
     if (it != reorders_.end()) return it->second;
     size_t position = reader ? graph.PositionOf(reader) : graph.nodes().size();
-    Node* reorder = graph.InsertNode(position, reorder_op_, absl::StrCat("reorder/", value->id),
-                                     {{"layout", std::string(LayoutName(layout))}}, {value},
-                                     {value->type});
+    Node* reorder =
+        graph.InsertNode(position, reorder_op_, absl::StrCat("reorder/", value->id),
+                         {{"layout", std::string(LayoutName(layout))}}, {value}, {value->type});
     reorder->output()->layout = layout;
     reorders_[key] = reorder->output();
     return reorder->output();

@@ -38,16 +38,16 @@ class AutodiffPass : public Pass {
     if (options.seeds.empty()) {
       const GraphOutput* loss = graph.FindOutput(options.loss);
       if (loss == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat("no graph output named '", options.loss,
-                                                       "' to differentiate"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("no graph output named '", options.loss, "' to differentiate"));
       }
       if (NumElements(loss->value->shape()) != 1) {
         return absl::InvalidArgumentError(absl::StrCat(
             "loss '", options.loss, "' must be a scalar, it is ", TypeToString(loss->value->type)));
       }
       b.SetNamePrefix("grad/seed/");
-      (*grads)[loss->value].push_back(b.Op1(
-          "Fill", {}, {{"shape", loss->value->shape()}, {"value", options.loss_scale}}));
+      (*grads)[loss->value].push_back(
+          b.Op1("Fill", {}, {{"shape", loss->value->shape()}, {"value", options.loss_scale}}));
       return b.status();
     }
     for (const auto& [output_name, seed_name] : options.seeds) {

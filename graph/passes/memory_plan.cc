@@ -14,8 +14,6 @@
 namespace lockstep {
 namespace {
 
-size_t AlignUp(size_t bytes) { return (bytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment; }
-
 struct Interval {
   Value* value;
   size_t first;  // position of the producer
@@ -60,8 +58,8 @@ class MemoryPlanPass : public Pass {
       if (output.kind != OutputKind::kGradient) continue;
       Node* parameter = graph.FindInput(output.name.substr(GradientName("").size()));
       if (parameter == nullptr || output.value->producer->IsInput()) {
-        return absl::InternalError(absl::StrCat("gradient output ", output.name,
-                                                " does not belong to a parameter"));
+        return absl::InternalError(
+            absl::StrCat("gradient output ", output.name, " does not belong to a parameter"));
       }
       output.value->alloc = {Region::kGradients, parameter->output()->alloc.offset};
     }

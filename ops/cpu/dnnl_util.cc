@@ -16,7 +16,9 @@ dnnl::stream& CpuStream() {
   return stream;
 }
 
-dnnl::memory::dims Dims(const Shape& shape) { return dnnl::memory::dims(shape.begin(), shape.end()); }
+dnnl::memory::dims Dims(const Shape& shape) {
+  return dnnl::memory::dims(shape.begin(), shape.end());
+}
 
 dnnl::memory::data_type DataType(DType dtype) {
   switch (dtype) {
@@ -38,6 +40,7 @@ dnnl::memory::data_type DataType(DType dtype) {
 
 dnnl::memory::desc Desc(const Shape& shape, DType dtype, Layout layout) {
   using tag = dnnl::memory::format_tag;
+  if (layout == Layout::kNChw8c) return Desc(shape, dtype, tag::nChw8c);
   if (layout == Layout::kNChw16c) return Desc(shape, dtype, tag::nChw16c);
   switch (shape.size()) {
     case 1:

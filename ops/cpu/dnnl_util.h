@@ -5,13 +5,13 @@
 // arguments and user-mode scratchpad are bound once so a step only swaps data pointers.
 
 #include <oneapi/dnnl/dnnl.hpp>
-
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "graph/kernel.h"
 #include "graph/layout.h"
 
 namespace lockstep::dnnl_util {
@@ -22,7 +22,7 @@ dnnl::stream& CpuStream();
 
 dnnl::memory::dims Dims(const Shape& shape);
 dnnl::memory::data_type DataType(DType dtype);
-// 4-D: nchw or nChw16c; 2-D: nc; 1-D: a.
+// 4-D: nchw, nChw8c or nChw16c; 2-D: nc; 1-D: a.
 dnnl::memory::desc Desc(const Shape& shape, DType dtype, Layout layout = Layout::kPlain);
 dnnl::memory::desc Desc(const Shape& shape, DType dtype, dnnl::memory::format_tag tag);
 
@@ -30,6 +30,19 @@ dnnl::memory::desc Desc(const Shape& shape, DType dtype, dnnl::memory::format_ta
 dnnl::primitive_attr ScratchpadAttr();
 
 absl::Status ErrorStatus(const dnnl::error& e, const char* call, const char* file, int line);
+
+// A kernel factory for kernels that build oneDNN primitives in their constructor
+// K(node, args...): a dnnl::error there becomes a Status instead of escaping.
+template <typename K, typename... Args>
+KernelFactory DnnlFactory(Args... args) {
+  return [=](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    try {
+      return std::make_unique<K>(node, args...);
+    } catch (const dnnl::error& e) {
+      return ErrorStatus(e, "building the kernel's primitive", __FILE__, __LINE__);
+    }
+  };
+}
 
 // A primitive plus its argument memories. Arguments are declared at compile time with Arg();
 // Run() points them at this step's tensors and the workspace and executes.
@@ -56,11 +69,11 @@ class DnnlStep {
 }  // namespace lockstep::dnnl_util
 
 // Runs a oneDNN call; a dnnl::error becomes a Status with the call text and file:line.
-#define DNNL_RETURN_IF_ERROR(expr)                                                   \
-  do {                                                                               \
-    try {                                                                            \
-      expr;                                                                          \
-    } catch (const dnnl::error& ls_dnnl_error_) {                                    \
+#define DNNL_RETURN_IF_ERROR(expr)                                                          \
+  do {                                                                                      \
+    try {                                                                                   \
+      expr;                                                                                 \
+    } catch (const dnnl::error& ls_dnnl_error_) {                                           \
       return ::lockstep::dnnl_util::ErrorStatus(ls_dnnl_error_, #expr, __FILE__, __LINE__); \
-    }                                                                                \
+    }                                                                                       \
   } while (0)

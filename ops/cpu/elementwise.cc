@@ -49,7 +49,8 @@ class ReluGradKernel : public Kernel {
 
 class ScaleKernel : public Kernel {
  public:
-  explicit ScaleKernel(const Node& node) : scale_(static_cast<float>(node.attrs.GetFloat("scale"))) {}
+  explicit ScaleKernel(const Node& node)
+      : scale_(static_cast<float>(node.attrs.GetFloat("scale"))) {}
   absl::Status Run(const KernelIO& io) override {
     const float* x = io.inputs[0].data<float>();  // any shape
     float* y = io.outputs[0].data<float>();
@@ -63,7 +64,8 @@ class ScaleKernel : public Kernel {
 
 class FillKernel : public Kernel {
  public:
-  explicit FillKernel(const Node& node) : value_(static_cast<float>(node.attrs.GetFloat("value"))) {}
+  explicit FillKernel(const Node& node)
+      : value_(static_cast<float>(node.attrs.GetFloat("value"))) {}
   absl::Status Run(const KernelIO& io) override {
     float* y = io.outputs[0].data<float>();  // attr shape
     std::fill(y, y + io.outputs[0].numel(), value_);
@@ -151,11 +153,18 @@ class BiasAddGradKernel : public Kernel {
   ChannelGeometry geometry_;
 };
 
-REGISTER_KERNEL({.op = "Add", .create = MakeFactory<AddKernel>(), .layouts = SameLayoutAsFirstInput});
-REGISTER_KERNEL({.op = "Relu", .create = MakeFactory<ReluKernel>(), .layouts = SameLayoutAsFirstInput});
-REGISTER_KERNEL(
-    {.op = "ReluGrad", .create = MakeFactory<ReluGradKernel>(), .layouts = SameLayoutAsFirstInput});
-REGISTER_KERNEL({.op = "Scale", .create = MakeFactory<ScaleKernel>(), .layouts = SameLayoutAsFirstInput});
+REGISTER_KERNEL({.op = "Add",
+                 .create = MakeFactory<AddKernel>(),
+                 .layouts = SameLayoutAsFirstInput});
+REGISTER_KERNEL({.op = "Relu",
+                 .create = MakeFactory<ReluKernel>(),
+                 .layouts = SameLayoutAsFirstInput});
+REGISTER_KERNEL({.op = "ReluGrad",
+                 .create = MakeFactory<ReluGradKernel>(),
+                 .layouts = SameLayoutAsFirstInput});
+REGISTER_KERNEL({.op = "Scale",
+                 .create = MakeFactory<ScaleKernel>(),
+                 .layouts = SameLayoutAsFirstInput});
 REGISTER_KERNEL({.op = "Fill", .create = MakeFactory<FillKernel>()});
 REGISTER_KERNEL({.op = "Cast", .create = MakeFactory<CastKernel<float>>()});
 REGISTER_KERNEL({.op = "Cast", .dtype = DType::kF64, .create = MakeFactory<CastKernel<double>>()});

@@ -19,7 +19,7 @@ class ReorderKernel : public Kernel {
   }
   size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
   absl::Status Run(const KernelIO& io) override {
-    return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},     // (N, C, H, W), one layout
+    return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},    // (N, C, H, W), one layout
                       {DNNL_ARG_DST, io.outputs[0].raw_data()}},  // (N, C, H, W), the other
                      io.workspace);
   }
@@ -30,12 +30,14 @@ class ReorderKernel : public Kernel {
 
 // The producer's layout in, the attribute's layout out.
 LayoutChoice ReorderLayouts(const Node& node, const std::vector<Layout>& producer_layouts) {
-  Layout target = node.attrs.GetString("layout") == LayoutName(Layout::kNChw16c) ? Layout::kNChw16c
-                                                                                 : Layout::kPlain;
+  Layout target = Layout::kPlain;
+  LS_CHECK(ParseLayout(node.attrs.GetString("layout"), &target)) << node.Describe();
   return {producer_layouts, {target}};
 }
 
-REGISTER_KERNEL({.op = "Reorder", .create = MakeFactory<ReorderKernel>(), .layouts = ReorderLayouts});
+REGISTER_KERNEL({.op = "Reorder",
+                 .create = dnnl_util::DnnlFactory<ReorderKernel>(),
+                 .layouts = ReorderLayouts});
 
 }  // namespace
 }  // namespace lockstep

@@ -17,8 +17,9 @@ class CopyKernel : public Kernel {
   }
 };
 
-REGISTER_KERNEL(
-    {.op = "Identity", .create = MakeFactory<CopyKernel>(), .layouts = SameLayoutAsFirstInput});
+REGISTER_KERNEL({.op = "Identity",
+                 .create = MakeFactory<CopyKernel>(),
+                 .layouts = SameLayoutAsFirstInput});
 REGISTER_KERNEL({.op = "Reshape", .create = MakeFactory<CopyKernel>()});
 REGISTER_KERNEL({.op = "Flatten", .create = MakeFactory<CopyKernel>()});
 

@@ -10,13 +10,14 @@ using testing::ExpectGradientsMatch;
 using testing::GradCheckInput;
 
 TEST(AutodiffTest, ContributionsFromSeveralReadersAreSummed) {
-  ExpectGradientsMatch({{"w", {3, 4}}, {"unused", {2}}},
-                       [](Builder& b, const std::vector<Value*>& in) {
-                         Value* twice = b.Op1("Scale", {in[0]}, {{"scale", 2.0}});
-                         Value* relu = b.Op1("Relu", {in[0]});
-                         return std::vector<Value*>{b.Op1("Add", {b.Op1("Add", {twice, in[0]}), relu})};
-                       },
-                       {.kink = 0.05});
+  ExpectGradientsMatch(
+      {{"w", {3, 4}}, {"unused", {2}}},
+      [](Builder& b, const std::vector<Value*>& in) {
+        Value* twice = b.Op1("Scale", {in[0]}, {{"scale", 2.0}});
+        Value* relu = b.Op1("Relu", {in[0]});
+        return std::vector<Value*>{b.Op1("Add", {b.Op1("Add", {twice, in[0]}), relu})};
+      },
+      {.kink = 0.05});
 }
 
 TEST(AutodiffTest, LossMustBeAScalar) {
@@ -45,21 +46,32 @@ TEST(AutodiffTest, NonDifferentiableOpOnThePathIsAnError) {
 
 // A small conv net: conv -> batch norm -> relu -> max pool -> conv -> relu -> global average
 // pool -> dense -> softmax cross-entropy. The compiled backward of the whole loss must match
-// central differences of the loss for every parameter and the input.
+// central differences of the loss for every parameter and the input. Weights are drawn at
+// He-like scales so the loss stays O(1) and float32 rounding stays far below the tolerance;
+// the step is small enough that no ReLU or max-pool decision flips for these inputs.
 TEST(AutodiffTest, SmallConvNetMatchesFiniteDifferencesOfItsLoss) {
   std::vector<GradCheckInput> inputs = {
       {.name = "x", .shape = {2, 3, 8, 8}},
-      {.name = "conv1", .shape = {16, 3, 3, 3}},
+      {.name = "conv1", .shape = {16, 3, 3, 3}, .stddev = 0.3f},
       {.name = "gamma", .shape = {16}},
       {.name = "beta", .shape = {16}},
-      {.name = "mean", .shape = {16}, .differentiable = false, .role = InputRole::kState,
+      {.name = "mean",
+       .shape = {16},
+       .differentiable = false,
+       .role = InputRole::kState,
        .values = std::vector<float>(16, 0.0f)},
-      {.name = "var", .shape = {16}, .differentiable = false, .role = InputRole::kState,
+      {.name = "var",
+       .shape = {16},
+       .differentiable = false,
+       .role = InputRole::kState,
        .values = std::vector<float>(16, 1.0f)},
-      {.name = "conv2", .shape = {16, 16, 3, 3}},
-      {.name = "fc", .shape = {16, 5}},
+      {.name = "conv2", .shape = {16, 16, 3, 3}, .stddev = 0.1f},
+      {.name = "fc", .shape = {16, 5}, .stddev = 0.3f},
       {.name = "bias", .shape = {5}},
-      {.name = "labels", .shape = {2}, .dtype = DType::kI32, .differentiable = false,
+      {.name = "labels",
+       .shape = {2},
+       .dtype = DType::kI32,
+       .differentiable = false,
        .values = {1, 4}},
   };
   auto net = [](Builder& b, const std::vector<Value*>& in) {
@@ -73,7 +85,7 @@ TEST(AutodiffTest, SmallConvNetMatchesFiniteDifferencesOfItsLoss) {
     Value* logits = b.Op1("BiasAdd", {b.Op1("MatMul", {h, in[7]}), in[8]});
     return std::vector<Value*>{b.Op("SoftmaxCrossEntropy", {logits, in[9]})[0]};
   };
-  ExpectGradientsMatch(inputs, net, {.step = 1e-3, .tolerance = 2e-2});
+  ExpectGradientsMatch(inputs, net, {.step = 3e-4, .tolerance = 1e-2});
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ TEST(MemoryPlanTest, ParametersAndGradientsAreViewsOfFlatBuffers) {
       EXPECT_EQ(offset, expected_offset) << name;
       EXPECT_EQ(static_cast<const char*>(grad.raw_data()) - grads, static_cast<ptrdiff_t>(offset))
           << name;
-      expected_offset += (param.nbytes() + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+      expected_offset += AlignUp(param.nbytes());
     }
   }
   EXPECT_EQ(executor->parameters().nbytes(), expected_offset);

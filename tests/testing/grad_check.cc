@@ -22,13 +22,15 @@ std::string SeedName(size_t k) { return absl::StrCat("dy/", k); }
 
 // Builds the subgraph with every float output as a graph output; with `differentiate`, adds
 // a seed input per output and the backward pass for the differentiable inputs.
-Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build, bool differentiate) {
+Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
+               bool differentiate) {
   auto graph = std::make_unique<Graph>();
   Builder b(graph.get());
   std::vector<Value*> values;
   for (const GradCheckInput& input : inputs) {
-    values.push_back(input.role == InputRole::kState ? b.State(input.name, input.shape, input.dtype)
-                                                     : b.Input(input.name, input.shape, input.dtype));
+    values.push_back(input.role == InputRole::kState
+                         ? b.State(input.name, input.shape, input.dtype)
+                         : b.Input(input.name, input.shape, input.dtype));
   }
   std::vector<Value*> outputs = build(b, values);
   EXPECT_TRUE(b.status().ok()) << b.status();
@@ -59,7 +61,7 @@ Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build, 
 std::vector<float> InputValues(const GradCheckInput& input, uint64_t stream, double kink) {
   if (!input.values.empty()) return input.values;
   std::vector<float> values(NumElements(input.shape));
-  Philox(1234, stream).Normal(values.data(), values.size(), 0.0f, 1.0f);
+  Philox(1234, stream).Normal(values.data(), values.size(), 0.0f, input.stddev);
   for (float& v : values) {
     if (std::abs(v) < kink) v = std::copysign(static_cast<float>(kink) + std::abs(v), v);
   }
@@ -87,7 +89,8 @@ double Objective(const Compiled& forward, const std::vector<std::vector<float>>&
   double total = 0.0;
   for (size_t k = 0; k < forward.outputs.size(); ++k) {
     Tensor y = *forward.executor->Output(forward.outputs[k]);
-    for (int64_t i = 0; i < y.numel(); ++i) total += static_cast<double>(seeds[k][i]) * y.data<float>()[i];
+    for (int64_t i = 0; i < y.numel(); ++i)
+      total += static_cast<double>(seeds[k][i]) * y.data<float>()[i];
   }
   return total;
 }
@@ -107,7 +110,8 @@ void ExpectGradientsMatch(const std::vector<GradCheckInput>& inputs, const Build
   FeedInputs(*forward.executor, inputs, values);
   for (size_t k = 0; k < backward.seeds.size(); ++k) {
     Tensor dy = *backward.executor->Input(backward.seeds[k]);
-    seeds.push_back(InputValues({.name = "dy", .shape = dy.shape()}, options.seed * 1000 + 999 - k, 0));
+    seeds.push_back(
+        InputValues({.name = "dy", .shape = dy.shape()}, options.seed * 1000 + 999 - k, 0));
     Write(dy, seeds.back());
   }
   ASSERT_TRUE(backward.executor->Run().ok());
@@ -138,7 +142,8 @@ void ExpectGradientsMatch(const std::vector<GradCheckInput>& inputs, const Build
 void ExpectOpGradientsMatch(const std::string& op, const std::vector<GradCheckInput>& inputs,
                             const Attrs& attrs, const GradCheckOptions& options) {
   ExpectGradientsMatch(
-      inputs, [&](Builder& b, const std::vector<Value*>& values) { return b.Op(op, values, attrs); },
+      inputs,
+      [&](Builder& b, const std::vector<Value*>& values) { return b.Op(op, values, attrs); },
       options);
 }
 

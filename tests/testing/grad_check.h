@@ -19,8 +19,9 @@ struct GradCheckInput {
   DType dtype = DType::kF32;
   bool differentiable = true;
   InputRole role = InputRole::kData;  // state for inputs an op updates in place
-  // Explicit values; empty means standard normal draws (i32 inputs must be given).
+  // Explicit values; empty means normal draws with this deviation (i32 inputs must be given).
   std::vector<float> values;
+  float stddev = 1.0f;
 };
 
 struct GradCheckOptions {

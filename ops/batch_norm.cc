@@ -1,0 +1,103 @@
+// Batch normalization: BatchNorm (training, batch statistics plus running averages),
+// BatchNormGrad, and BatchNormInference (running statistics, eval only).
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "graph/builder.h"
+#include "graph/op_registry.h"
+
+namespace lockstep {
+namespace {
+
+absl::Status CheckActivation(const TensorType& x) {
+  if (x.shape.size() != 2 && x.shape.size() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("x must be (N, C) or (N, C, H, W), got ", TypeToString(x)));
+  }
+  return absl::OkStatus();
+}
+
+// Inputs 1, 2, ... (named in `names`) must be (C) vectors matching x's dtype.
+absl::Status CheckChannelVectors(const InferContext& ctx,
+                                 std::initializer_list<const char*> names) {
+  const TensorType& x = ctx.inputs[0];
+  const TensorType expected{{x.shape[1]}, x.dtype};
+  size_t i = 1;
+  for (const char* name : names) {
+    const TensorType& input = ctx.inputs[i++];
+    if (input == expected) continue;
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be ", TypeToString(expected),
+                                                   " to match x ", TypeToString(x), ", got ",
+                                                   TypeToString(input)));
+  }
+  return absl::OkStatus();
+}
+
+// (x, gamma, beta, running_mean, running_var) -> (y, saved_mean, saved_var, running_mean',
+// running_var').
+absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) {
+  const TensorType& x = ctx.inputs[0];
+  LS_RETURN_IF_ERROR(CheckActivation(x));
+  LS_RETURN_IF_ERROR(CheckChannelVectors(ctx, {"gamma", "beta", "running_mean", "running_var"}));
+  // The unbiased variance for the running average divides by (values per channel - 1).
+  if (NumElements(x.shape) / x.shape[1] < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training needs more than one value per channel, x is ", TypeToString(x)));
+  }
+  const TensorType vector = ctx.inputs[1];
+  return std::vector<TensorType>{x, vector, vector, vector, vector};
+}
+
+// (x, gamma, saved_mean, saved_var, dy) -> (dx, dgamma, dbeta).
+absl::StatusOr<std::vector<TensorType>> InferBatchNormGrad(const InferContext& ctx) {
+  const TensorType& x = ctx.inputs[0];
+  LS_RETURN_IF_ERROR(CheckActivation(x));
+  LS_RETURN_IF_ERROR(CheckChannelVectors(ctx, {"gamma", "saved_mean", "saved_var"}));
+  if (ctx.inputs[4] != x) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dy must be ", TypeToString(x), " like x, got ", TypeToString(ctx.inputs[4])));
+  }
+  return std::vector<TensorType>{x, ctx.inputs[1], ctx.inputs[1]};
+}
+
+// (x, gamma, beta, mean, var) -> y.
+absl::StatusOr<std::vector<TensorType>> InferBatchNormInference(const InferContext& ctx) {
+  LS_RETURN_IF_ERROR(CheckActivation(ctx.inputs[0]));
+  LS_RETURN_IF_ERROR(CheckChannelVectors(ctx, {"gamma", "beta", "mean", "var"}));
+  return std::vector<TensorType>{ctx.inputs[0]};
+}
+
+// Only y reaches the loss; the batch statistics are saved for the backward and the running
+// averages are side effects.
+std::vector<Value*> BatchNormBackward(GradContext& g) {
+  std::vector<Value*> grads(5, nullptr);
+  if (g.dy(0) == nullptr) return grads;
+  std::vector<Value*> d =
+      g.builder.Op("BatchNormGrad", {g.input(0), g.input(1), g.output(1), g.output(2), g.dy(0)},
+                   {{"epsilon", g.attrs().Get("epsilon")}});
+  if (d.size() == 3) std::copy(d.begin(), d.end(), grads.begin());
+  return grads;
+}
+
+REGISTER_OP("BatchNorm")
+    .Inputs(5)
+    .Outputs(5)
+    .Attr("epsilon", 1e-5)
+    // running = momentum * running + (1 - momentum) * batch, as MindSpore.
+    .Attr("momentum", 0.9)
+    .Infer(InferBatchNorm)
+    .Grad(BatchNormBackward)
+    .InPlace(3, 3)
+    .InPlace(4, 4);
+
+REGISTER_OP("BatchNormGrad").Inputs(5).Outputs(3).Attr("epsilon", 1e-5).Infer(InferBatchNormGrad);
+
+REGISTER_OP("BatchNormInference")
+    .Inputs(5)
+    .Outputs(1)
+    .Attr("epsilon", 1e-5)
+    .Infer(InferBatchNormInference);
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,163 @@
+// oneDNN batch normalization. Activations (x, y, dy, dx) are blocked when eligible so BN sits
+// between convolutions without reorders; the per-channel vectors are plain (C).
+
+#include "graph/kernel.h"
+#include "ops/cpu/dnnl_util.h"
+
+namespace lockstep {
+namespace {
+
+using dnnl::normalization_flags;
+
+dnnl::memory::desc ActivationDesc(const Value& value) {
+  return dnnl_util::Desc(value.shape(), value.dtype(), value.layout);
+}
+
+// Descriptor of the (C) vectors: scale, shift, mean, variance.
+dnnl::memory::desc ChannelDesc(const Node& node) {
+  return dnnl_util::Desc({node.inputs[0]->shape()[1]}, DType::kF32);
+}
+
+float Epsilon(const Node& node) { return static_cast<float>(node.attrs.GetFloat("epsilon")); }
+
+const normalization_flags kScaleShift =
+    normalization_flags::use_scale | normalization_flags::use_shift;
+
+dnnl::batch_normalization_forward::primitive_desc ForwardTraining(
+    const Node& node, const dnnl::primitive_attr& attr) {
+  dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_training,
+                                               ActivationDesc(*node.inputs[0]), Epsilon(node),
+                                               kScaleShift);
+  return {desc, attr, dnnl_util::CpuEngine()};
+}
+
+// Batch statistics from oneDNN, then the running averages, which oneDNN does not keep.
+class BatchNormKernel : public Kernel {
+ public:
+  explicit BatchNormKernel(const Node& node)
+      : channels_(node.inputs[0]->shape()[1]),
+        momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))) {
+    const int64_t per_channel = NumElements(node.inputs[0]->shape()) / channels_;
+    unbias_ = static_cast<float>(per_channel) / static_cast<float>(per_channel - 1);
+    auto pd = ForwardTraining(node, dnnl_util::ScratchpadAttr());
+    step_ = dnnl_util::DnnlStep(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc());
+    step_.Arg(DNNL_ARG_SRC, ActivationDesc(*node.inputs[0]));
+    step_.Arg(DNNL_ARG_DST, ActivationDesc(*node.output(0)));
+    for (int arg : {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}) {
+      step_.Arg(arg, ChannelDesc(node));
+    }
+  }
+  size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
+
+  absl::Status Run(const KernelIO& io) override {
+    LS_RETURN_IF_ERROR(step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},         // (N, C, ...)
+                                  {DNNL_ARG_SCALE, io.inputs[1].raw_data()},       // (C)
+                                  {DNNL_ARG_SHIFT, io.inputs[2].raw_data()},       // (C)
+                                  {DNNL_ARG_DST, io.outputs[0].raw_data()},        // (N, C, ...)
+                                  {DNNL_ARG_MEAN, io.outputs[1].raw_data()},       // (C)
+                                  {DNNL_ARG_VARIANCE, io.outputs[2].raw_data()}},  // (C)
+                                 io.workspace));
+    const float* mean = io.outputs[1].data<float>();     // (C) batch mean
+    const float* var = io.outputs[2].data<float>();      // (C) biased batch variance
+    const float* old_mean = io.inputs[3].data<float>();  // (C)
+    const float* old_var = io.inputs[4].data<float>();   // (C)
+    float* running_mean = io.outputs[3].data<float>();   // (C) same memory as old_mean
+    float* running_var = io.outputs[4].data<float>();    // (C) same memory as old_var
+    const float m = momentum_;
+#pragma omp parallel for
+    for (int64_t c = 0; c < channels_; ++c) {
+      running_mean[c] = m * old_mean[c] + (1.0f - m) * mean[c];
+      running_var[c] = m * old_var[c] + (1.0f - m) * unbias_ * var[c];
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t channels_;
+  float momentum_;
+  float unbias_;  // M / (M - 1) for M values per channel
+  dnnl_util::DnnlStep step_;
+};
+
+class BatchNormGradKernel : public Kernel {
+ public:
+  explicit BatchNormGradKernel(const Node& node) {
+    const Value& x = *node.inputs[0];
+    const Value& dy = *node.inputs[4];
+    dnnl::batch_normalization_backward::desc desc(dnnl::prop_kind::backward, ActivationDesc(dy),
+                                                  ActivationDesc(x), Epsilon(node), kScaleShift);
+    dnnl::batch_normalization_backward::primitive_desc pd(
+        desc, dnnl_util::ScratchpadAttr(), dnnl_util::CpuEngine(),
+        ForwardTraining(node, dnnl::primitive_attr()));
+    step_ = dnnl_util::DnnlStep(dnnl::batch_normalization_backward(pd), pd.scratchpad_desc());
+    step_.Arg(DNNL_ARG_SRC, ActivationDesc(x));
+    step_.Arg(DNNL_ARG_DIFF_DST, ActivationDesc(dy));
+    step_.Arg(DNNL_ARG_DIFF_SRC, ActivationDesc(*node.output(0)));
+    for (int arg : {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
+                    DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT}) {
+      step_.Arg(arg, ChannelDesc(node));
+    }
+  }
+  size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
+
+  absl::Status Run(const KernelIO& io) override {
+    return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},    // (N, C, ...)
+                      {DNNL_ARG_SCALE, io.inputs[1].raw_data()},  // (C) gamma
+                      // oneDNN 2.6 insists on a shift argument here but never reads it.
+                      {DNNL_ARG_SHIFT, io.inputs[1].raw_data()},
+                      {DNNL_ARG_MEAN, io.inputs[2].raw_data()},          // (C) saved mean
+                      {DNNL_ARG_VARIANCE, io.inputs[3].raw_data()},      // (C) saved variance
+                      {DNNL_ARG_DIFF_DST, io.inputs[4].raw_data()},      // (N, C, ...)
+                      {DNNL_ARG_DIFF_SRC, io.outputs[0].raw_data()},     // (N, C, ...)
+                      {DNNL_ARG_DIFF_SCALE, io.outputs[1].raw_data()},   // (C)
+                      {DNNL_ARG_DIFF_SHIFT, io.outputs[2].raw_data()}},  // (C)
+                     io.workspace);
+  }
+
+ private:
+  dnnl_util::DnnlStep step_;
+};
+
+class BatchNormInferenceKernel : public Kernel {
+ public:
+  explicit BatchNormInferenceKernel(const Node& node) {
+    dnnl::batch_normalization_forward::desc desc(
+        dnnl::prop_kind::forward_inference, ActivationDesc(*node.inputs[0]), Epsilon(node),
+        kScaleShift | normalization_flags::use_global_stats);
+    dnnl::batch_normalization_forward::primitive_desc pd(desc, dnnl_util::ScratchpadAttr(),
+                                                         dnnl_util::CpuEngine());
+    step_ = dnnl_util::DnnlStep(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc());
+    step_.Arg(DNNL_ARG_SRC, ActivationDesc(*node.inputs[0]));
+    step_.Arg(DNNL_ARG_DST, ActivationDesc(*node.output(0)));
+    for (int arg : {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}) {
+      step_.Arg(arg, ChannelDesc(node));
+    }
+  }
+  size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
+
+  absl::Status Run(const KernelIO& io) override {
+    return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},       // (N, C, ...)
+                      {DNNL_ARG_SCALE, io.inputs[1].raw_data()},     // (C)
+                      {DNNL_ARG_SHIFT, io.inputs[2].raw_data()},     // (C)
+                      {DNNL_ARG_MEAN, io.inputs[3].raw_data()},      // (C)
+                      {DNNL_ARG_VARIANCE, io.inputs[4].raw_data()},  // (C)
+                      {DNNL_ARG_DST, io.outputs[0].raw_data()}},     // (N, C, ...)
+                     io.workspace);
+  }
+
+ private:
+  dnnl_util::DnnlStep step_;
+};
+
+REGISTER_KERNEL({.op = "BatchNorm",
+                 .create = dnnl_util::DnnlFactory<BatchNormKernel>(),
+                 .layouts = BlockedWhereEligible});
+REGISTER_KERNEL({.op = "BatchNormGrad",
+                 .create = dnnl_util::DnnlFactory<BatchNormGradKernel>(),
+                 .layouts = BlockedWhereEligible});
+REGISTER_KERNEL({.op = "BatchNormInference",
+                 .create = dnnl_util::DnnlFactory<BatchNormInferenceKernel>(),
+                 .layouts = BlockedWhereEligible});
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,235 @@
+// oneDNN kernels for Conv2D and its backprop ops. Activations use the CPU's native blocked
+// layout whenever their shape allows it, so consecutive oneDNN nodes never reorder; the weights
+// stay plain (O, C/G, KH, KW) in the graph (they live in flat parameter and gradient buffers),
+// and each kernel reorders them to and from the layout its primitive prefers, in its scratch.
+
+#include <algorithm>
+
+#include "core/allocator.h"
+#include "graph/kernel.h"
+#include "ops/cpu/dnnl_util.h"
+
+namespace lockstep {
+namespace {
+
+using dnnl::memory;
+
+// Descriptors of a convolution x (N, C, H, W) * w (O, C/G, KH, KW) -> y (N, O, OH, OW), in the
+// layouts the graph assigned, whichever of them the node reads or writes.
+struct ConvDescs {
+  memory::desc src, dst;
+  memory::desc weights;      // plain: oihw, or goihw (G, O/G, C/G, KH, KW) with groups
+  memory::desc any_weights;  // the same dims, layout left to oneDNN
+  memory::dims strides, dilates, padding;
+};
+
+ConvDescs MakeConvDescs(const Node& node, const Value& x, const Shape& w, const Value& y) {
+  const int64_t groups = node.attrs.GetInt("groups");
+  const memory::dims weight_dims =
+      groups == 1 ? dnnl_util::Dims(w) : memory::dims{groups, w[0] / groups, w[1], w[2], w[3]};
+  const auto weight_tag = groups == 1 ? memory::format_tag::oihw : memory::format_tag::goihw;
+  const auto f32 = memory::data_type::f32;
+  ConvDescs d{.src = dnnl_util::Desc(x.shape(), x.dtype(), x.layout),
+              .dst = dnnl_util::Desc(y.shape(), y.dtype(), y.layout),
+              .weights = memory::desc(weight_dims, f32, weight_tag),
+              .any_weights = memory::desc(weight_dims, f32, memory::format_tag::any),
+              .strides = dnnl_util::Dims(node.attrs.GetInts("stride")),
+              .dilates = dnnl_util::Dims(node.attrs.GetInts("dilation")),
+              .padding = dnnl_util::Dims(node.attrs.GetInts("padding"))};
+  // oneDNN counts dilation from 0 (dense); we count it as PyTorch does, from 1.
+  for (auto& dilate : d.dilates) dilate -= 1;
+  return d;
+}
+
+// The forward primitive; the backprop kernels pass it to oneDNN as their hint.
+dnnl::convolution_forward::primitive_desc ForwardPd(const ConvDescs& d) {
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training,
+                                       dnnl::algorithm::convolution_direct, d.src, d.any_weights,
+                                       d.dst, d.strides, d.dilates, d.padding, d.padding);
+  return {desc, dnnl_util::ScratchpadAttr(), dnnl_util::CpuEngine()};
+}
+
+// Weights kept plain in the graph but used by a primitive in the layout it prefers: a slot in
+// the kernel's scratch, after the scratchpads, holds them in that layout. Idle when the
+// preferred layout is plain.
+class PreferredWeights {
+ public:
+  // Reorders plain -> preferred before the primitive (inputs), or preferred -> plain after it
+  // (the filter gradient). `primitive_scratchpad`: bytes the primitive's scratchpad takes.
+  PreferredWeights(const memory::desc& plain, const memory::desc& preferred, bool into_preferred,
+                   size_t primitive_scratchpad)
+      : into_preferred_(into_preferred), slot_offset_(AlignUp(primitive_scratchpad)) {
+    if (plain == preferred) return;
+    const memory::desc& from = into_preferred ? plain : preferred;
+    const memory::desc& to = into_preferred ? preferred : plain;
+    dnnl::engine& engine = dnnl_util::CpuEngine();
+    dnnl::reorder::primitive_desc pd(engine, from, engine, to, dnnl_util::ScratchpadAttr());
+    reorder_ = dnnl_util::DnnlStep(dnnl::reorder(pd), pd.scratchpad_desc());
+    reorder_.Arg(DNNL_ARG_FROM, from);
+    reorder_.Arg(DNNL_ARG_TO, to);
+    // The reorder and the primitive run one after the other, so they share the scratchpad.
+    slot_offset_ = AlignUp(std::max(primitive_scratchpad, reorder_.scratchpad_bytes()));
+    slot_bytes_ = preferred.get_size();
+    active_ = true;
+  }
+
+  size_t WorkspaceBytes() const { return slot_offset_ + slot_bytes_; }
+  // Where the primitive finds the weights: the plain tensor, or the slot.
+  void* Buffer(void* plain, void* workspace) const {
+    return active_ ? static_cast<char*>(workspace) + slot_offset_ : plain;
+  }
+  // Run before the primitive when reordering into the preferred layout, after it otherwise.
+  absl::Status Reorder(void* plain, void* workspace) {
+    if (!active_) return absl::OkStatus();
+    void* slot = Buffer(plain, workspace);
+    return reorder_.Run({{DNNL_ARG_FROM, into_preferred_ ? plain : slot},
+                         {DNNL_ARG_TO, into_preferred_ ? slot : plain}},
+                        workspace);
+  }
+
+ private:
+  dnnl_util::DnnlStep reorder_;
+  bool into_preferred_;
+  bool active_ = false;
+  size_t slot_offset_;
+  size_t slot_bytes_ = 0;
+};
+
+class Conv2DKernel : public Kernel {
+ public:
+  explicit Conv2DKernel(const Node& node)
+      : Conv2DKernel(
+            MakeConvDescs(node, *node.inputs[0], node.inputs[1]->shape(), *node.output())) {}
+  size_t WorkspaceBytes() const override { return weights_.WorkspaceBytes(); }
+
+  absl::Status Run(const KernelIO& io) override {
+    void* w = io.inputs[1].raw_data();  // (O, C/G, KH, KW)
+    LS_RETURN_IF_ERROR(weights_.Reorder(w, io.workspace));
+    return conv_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},  // (N, C, H, W)
+                      {DNNL_ARG_WEIGHTS, weights_.Buffer(w, io.workspace)},
+                      {DNNL_ARG_DST, io.outputs[0].raw_data()}},  // (N, O, OH, OW)
+                     io.workspace);
+  }
+
+ private:
+  explicit Conv2DKernel(const ConvDescs& d) : Conv2DKernel(d, ForwardPd(d)) {}
+  Conv2DKernel(const ConvDescs& d, const dnnl::convolution_forward::primitive_desc& pd)
+      : conv_(dnnl::convolution_forward(pd), pd.scratchpad_desc()),
+        weights_(d.weights, pd.weights_desc(), /*into_preferred=*/true, conv_.scratchpad_bytes()) {
+    conv_.Arg(DNNL_ARG_SRC, pd.src_desc());
+    conv_.Arg(DNNL_ARG_WEIGHTS, pd.weights_desc());
+    conv_.Arg(DNNL_ARG_DST, pd.dst_desc());
+  }
+
+  dnnl_util::DnnlStep conv_;
+  PreferredWeights weights_;
+};
+
+dnnl::convolution_backward_data::primitive_desc BackwardDataPd(const ConvDescs& d) {
+  dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, d.src,
+                                             d.any_weights, d.dst, d.strides, d.dilates, d.padding,
+                                             d.padding);
+  return {desc, dnnl_util::ScratchpadAttr(), dnnl_util::CpuEngine(), ForwardPd(d)};
+}
+
+// (dy, w) -> dx.
+class Conv2DBackpropInputKernel : public Kernel {
+ public:
+  explicit Conv2DBackpropInputKernel(const Node& node)
+      : Conv2DBackpropInputKernel(
+            MakeConvDescs(node, *node.output(), node.inputs[1]->shape(), *node.inputs[0])) {}
+  size_t WorkspaceBytes() const override { return weights_.WorkspaceBytes(); }
+
+  absl::Status Run(const KernelIO& io) override {
+    void* w = io.inputs[1].raw_data();  // (O, C/G, KH, KW)
+    LS_RETURN_IF_ERROR(weights_.Reorder(w, io.workspace));
+    return conv_.Run({{DNNL_ARG_DIFF_DST, io.inputs[0].raw_data()},  // (N, O, OH, OW)
+                      {DNNL_ARG_WEIGHTS, weights_.Buffer(w, io.workspace)},
+                      {DNNL_ARG_DIFF_SRC, io.outputs[0].raw_data()}},  // (N, C, H, W)
+                     io.workspace);
+  }
+
+ private:
+  explicit Conv2DBackpropInputKernel(const ConvDescs& d)
+      : Conv2DBackpropInputKernel(d, BackwardDataPd(d)) {}
+  Conv2DBackpropInputKernel(const ConvDescs& d,
+                            const dnnl::convolution_backward_data::primitive_desc& pd)
+      : conv_(dnnl::convolution_backward_data(pd), pd.scratchpad_desc()),
+        weights_(d.weights, pd.weights_desc(), /*into_preferred=*/true, conv_.scratchpad_bytes()) {
+    conv_.Arg(DNNL_ARG_DIFF_DST, pd.diff_dst_desc());
+    conv_.Arg(DNNL_ARG_WEIGHTS, pd.weights_desc());
+    conv_.Arg(DNNL_ARG_DIFF_SRC, pd.diff_src_desc());
+  }
+
+  dnnl_util::DnnlStep conv_;
+  PreferredWeights weights_;
+};
+
+dnnl::convolution_backward_weights::primitive_desc BackwardWeightsPd(const ConvDescs& d) {
+  dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, d.src,
+                                                d.any_weights, d.dst, d.strides, d.dilates,
+                                                d.padding, d.padding);
+  return {desc, dnnl_util::ScratchpadAttr(), dnnl_util::CpuEngine(), ForwardPd(d)};
+}
+
+// (x, dy) -> dw.
+class Conv2DBackpropFilterKernel : public Kernel {
+ public:
+  explicit Conv2DBackpropFilterKernel(const Node& node)
+      : Conv2DBackpropFilterKernel(
+            MakeConvDescs(node, *node.inputs[0], node.output()->shape(), *node.inputs[1])) {}
+  size_t WorkspaceBytes() const override { return weights_.WorkspaceBytes(); }
+
+  absl::Status Run(const KernelIO& io) override {
+    void* dw = io.outputs[0].raw_data();                                         // (O, C/G, KH, KW)
+    LS_RETURN_IF_ERROR(conv_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},       // (N, C, H, W)
+                                  {DNNL_ARG_DIFF_DST, io.inputs[1].raw_data()},  // (N, O, OH, OW)
+                                  {DNNL_ARG_DIFF_WEIGHTS, weights_.Buffer(dw, io.workspace)}},
+                                 io.workspace));
+    return weights_.Reorder(dw, io.workspace);
+  }
+
+ private:
+  explicit Conv2DBackpropFilterKernel(const ConvDescs& d)
+      : Conv2DBackpropFilterKernel(d, BackwardWeightsPd(d)) {}
+  Conv2DBackpropFilterKernel(const ConvDescs& d,
+                             const dnnl::convolution_backward_weights::primitive_desc& pd)
+      : conv_(dnnl::convolution_backward_weights(pd), pd.scratchpad_desc()),
+        weights_(d.weights, pd.diff_weights_desc(), /*into_preferred=*/false,
+                 conv_.scratchpad_bytes()) {
+    conv_.Arg(DNNL_ARG_SRC, pd.src_desc());
+    conv_.Arg(DNNL_ARG_DIFF_DST, pd.diff_dst_desc());
+    conv_.Arg(DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc());
+  }
+
+  dnnl_util::DnnlStep conv_;
+  PreferredWeights weights_;
+};
+
+// Activations blocked where eligible, the weights plain: input kWeightsInput, or the output
+// when kWeightsInput is kWeightsOut (the filter gradient).
+constexpr int kWeightsOut = -1;
+template <int kWeightsInput>
+LayoutChoice ConvLayouts(const Node& node, const std::vector<Layout>&) {
+  LayoutChoice choice;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    choice.inputs.push_back(
+        static_cast<int>(i) == kWeightsInput ? Layout::kPlain : BlockedIfEligible(*node.inputs[i]));
+  }
+  choice.outputs.push_back(kWeightsInput == kWeightsOut ? Layout::kPlain
+                                                        : BlockedIfEligible(*node.output()));
+  return choice;
+}
+
+REGISTER_KERNEL({.op = "Conv2D",
+                 .create = dnnl_util::DnnlFactory<Conv2DKernel>(),
+                 .layouts = ConvLayouts<1>});
+REGISTER_KERNEL({.op = "Conv2DBackpropInput",
+                 .create = dnnl_util::DnnlFactory<Conv2DBackpropInputKernel>(),
+                 .layouts = ConvLayouts<1>});
+REGISTER_KERNEL({.op = "Conv2DBackpropFilter",
+                 .create = dnnl_util::DnnlFactory<Conv2DBackpropFilterKernel>(),
+                 .layouts = ConvLayouts<kWeightsOut>});
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,141 @@
+// Softmax cross-entropy, its gradient, ArgMax and AccuracyCount: plain OpenMP loops over rows.
+
+#include <algorithm>
+#include <cmath>
+
+#include "graph/kernel.h"
+
+namespace lockstep {
+namespace {
+
+// (N, C) of the node's input 0.
+struct Rows {
+  explicit Rows(const Node& node)
+      : n(node.inputs[0]->shape()[0]), classes(node.inputs[0]->shape()[1]) {}
+  int64_t n, classes;
+};
+
+// A bad label would index outside the row: fail instead.
+absl::Status CheckLabels(const char* op, const int32_t* labels, const Rows& rows) {
+  for (int64_t i = 0; i < rows.n; ++i) {
+    if (labels[i] < 0 || labels[i] >= rows.classes) {
+      return absl::InvalidArgumentError(absl::StrCat(op, " labels must be in [0, ", rows.classes,
+                                                     "): sample ", i, " has label ", labels[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Writes softmax(x) into probs and returns -log softmax(x)[label]; subtracts the row maximum
+// so exp() cannot overflow.
+double SoftmaxRow(const float* x, int64_t classes, int32_t label, float* probs) {
+  float max = x[0];
+  for (int64_t j = 1; j < classes; ++j) max = std::max(max, x[j]);
+  double sum = 0.0;
+  for (int64_t j = 0; j < classes; ++j) {
+    probs[j] = std::exp(x[j] - max);
+    sum += probs[j];
+  }
+  const float inverse = static_cast<float>(1.0 / sum);
+  for (int64_t j = 0; j < classes; ++j) probs[j] *= inverse;
+  return std::log(sum) - (x[label] - max);
+}
+
+// The first index of the row's maximum.
+int64_t RowArgMax(const float* row, int64_t classes) {
+  int64_t best = 0;
+  for (int64_t j = 1; j < classes; ++j) {
+    if (row[j] > row[best]) best = j;
+  }
+  return best;
+}
+
+class SoftmaxCrossEntropyKernel : public Kernel {
+ public:
+  explicit SoftmaxCrossEntropyKernel(const Node& node) : rows_(node) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* logits = io.inputs[0].data<float>();      // (N, C)
+    const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
+    float* loss = io.outputs[0].data<float>();             // []
+    float* probs = io.outputs[1].data<float>();            // (N, C)
+    LS_RETURN_IF_ERROR(CheckLabels("SoftmaxCrossEntropy", labels, rows_));
+    const int64_t c = rows_.classes;
+    double total = 0.0;
+#pragma omp parallel for reduction(+ : total)
+    for (int64_t i = 0; i < rows_.n; ++i) {
+      total += SoftmaxRow(logits + i * c, c, labels[i], probs + i * c);
+    }
+    *loss = static_cast<float>(total / rows_.n);
+    return absl::OkStatus();
+  }
+
+ private:
+  Rows rows_;
+};
+
+class SoftmaxCrossEntropyGradKernel : public Kernel {
+ public:
+  explicit SoftmaxCrossEntropyGradKernel(const Node& node) : rows_(node) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* probs = io.inputs[0].data<float>();       // (N, C)
+    const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
+    const float* dloss = io.inputs[2].data<float>();       // []
+    float* dlogits = io.outputs[0].data<float>();          // (N, C)
+    LS_RETURN_IF_ERROR(CheckLabels("SoftmaxCrossEntropyGrad", labels, rows_));
+    const int64_t c = rows_.classes;
+    const float scale = *dloss / static_cast<float>(rows_.n);
+#pragma omp parallel for
+    for (int64_t i = 0; i < rows_.n; ++i) {
+      for (int64_t j = 0; j < c; ++j) dlogits[i * c + j] = probs[i * c + j] * scale;
+      dlogits[i * c + labels[i]] -= scale;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Rows rows_;
+};
+
+class ArgMaxKernel : public Kernel {
+ public:
+  explicit ArgMaxKernel(const Node& node) : rows_(node) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* x = io.inputs[0].data<float>();     // (N, C)
+    int32_t* index = io.outputs[0].data<int32_t>();  // (N)
+    const int64_t c = rows_.classes;
+#pragma omp parallel for
+    for (int64_t i = 0; i < rows_.n; ++i) index[i] = static_cast<int32_t>(RowArgMax(x + i * c, c));
+    return absl::OkStatus();
+  }
+
+ private:
+  Rows rows_;
+};
+
+class AccuracyCountKernel : public Kernel {
+ public:
+  explicit AccuracyCountKernel(const Node& node) : rows_(node) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* logits = io.inputs[0].data<float>();      // (N, C)
+    const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
+    int32_t* count = io.outputs[0].data<int32_t>();        // []
+    const int64_t c = rows_.classes;
+    int32_t correct = 0;
+#pragma omp parallel for reduction(+ : correct)
+    for (int64_t i = 0; i < rows_.n; ++i) correct += RowArgMax(logits + i * c, c) == labels[i];
+    *count = correct;
+    return absl::OkStatus();
+  }
+
+ private:
+  Rows rows_;
+};
+
+REGISTER_KERNEL({.op = "SoftmaxCrossEntropy", .create = MakeFactory<SoftmaxCrossEntropyKernel>()});
+REGISTER_KERNEL({.op = "SoftmaxCrossEntropyGrad",
+                 .create = MakeFactory<SoftmaxCrossEntropyGradKernel>()});
+REGISTER_KERNEL({.op = "ArgMax", .create = MakeFactory<ArgMaxKernel>()});
+REGISTER_KERNEL({.op = "AccuracyCount", .create = MakeFactory<AccuracyCountKernel>()});
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,43 @@
+#include "graph/kernel.h"
+
+namespace lockstep {
+namespace {
+
+// Any layout: the update is element-wise over buffers of the same shape.
+class MomentumKernel : public Kernel {
+ public:
+  explicit MomentumKernel(const Node& node)
+      : momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))),
+        weight_decay_(static_cast<float>(node.attrs.GetFloat("weight_decay"))),
+        unscale_(static_cast<float>(1.0 / node.attrs.GetFloat("loss_scale"))),
+        nesterov_(node.attrs.GetBool("nesterov")) {}
+
+  absl::Status Run(const KernelIO& io) override {
+    const float* param = io.inputs[0].data<float>();   // any shape
+    const float* grad = io.inputs[1].data<float>();    // same shape as param
+    const float* moment = io.inputs[2].data<float>();  // same shape as param
+    const float lr = *io.inputs[3].data<float>();      // []
+    float* new_param = io.outputs[0].data<float>();    // same memory as param
+    float* new_moment = io.outputs[1].data<float>();   // same memory as moment
+    const int64_t n = io.outputs[0].numel();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = grad[i] * unscale_ + weight_decay_ * param[i];
+      const float m = momentum_ * moment[i] + g;
+      new_moment[i] = m;
+      new_param[i] = param[i] - lr * (nesterov_ ? g + momentum_ * m : m);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  float momentum_;
+  float weight_decay_;
+  float unscale_;  // 1 / loss_scale
+  bool nesterov_;
+};
+
+REGISTER_KERNEL({.op = "Momentum", .create = MakeFactory<MomentumKernel>()});
+
+}  // namespace
+}  // namespace lockstep
