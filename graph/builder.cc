@@ -50,7 +50,9 @@ absl::StatusOr<Node*> Builder::AddNode(absl::string_view op_name, std::vector<Va
                                        Attrs attrs) {
   LS_RETURN_IF_ERROR(status_);
   LS_ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global().Find(op_name));
-  std::string where = absl::StrCat(op->name(), " (node '", prefix_, op->name(), "')");
+  // The name the node gets: "<prefix><Op>_<id>".
+  std::string name = absl::StrCat(prefix_, op->name(), "_", graph_->next_node_id());
+  std::string where = absl::StrCat(op->name(), " (node '", name, "')");
   if (op->num_inputs() != kVariadic && static_cast<int>(inputs.size()) != op->num_inputs()) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, " takes ", op->num_inputs(), " inputs, got ", inputs.size()));
@@ -70,9 +72,7 @@ absl::StatusOr<Node*> Builder::AddNode(absl::string_view op_name, std::vector<Va
     return Annotate(output_types.status(),
                     absl::StrCat(where, " with inputs ", absl::StrJoin(shapes, ", ")));
   }
-  Node* node = graph_->AddNode(op, "", std::move(attrs), std::move(inputs), *output_types);
-  node->name = absl::StrCat(prefix_, node->name);
-  return node;
+  return graph_->AddNode(op, std::move(name), std::move(attrs), std::move(inputs), *output_types);
 }
 
 }  // namespace lockstep

@@ -109,6 +109,7 @@ class Graph {
   // Readers of each value, by value id (rebuilt on each call; passes call it once).
   std::vector<std::vector<Node*>> Consumers() const;
   int value_count() const { return next_value_id_; }
+  int next_node_id() const { return next_node_id_; }
 
   MemoryPlanSizes& plan() { return plan_; }
   const MemoryPlanSizes& plan() const { return plan_; }

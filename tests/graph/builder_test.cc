@@ -27,7 +27,9 @@ TEST(BuilderTest, ErrorsAreStickyAndKeepTheFirst) {
   Value* x = b.Input("x", {2, 3});
   EXPECT_EQ(b.Op1("Add", {x, b.Input("y", {3})}), nullptr);
   EXPECT_EQ(b.Op1("Relu", {x}), nullptr);
-  EXPECT_NE(Message(b.status()).find("Add (node 'Add')"), std::string::npos) << b.status();
+  EXPECT_NE(Message(b.status()).find("Add (node 'Add_2') with inputs f32[2, 3], f32[3]"),
+            std::string::npos)
+      << b.status();
 }
 
 TEST(BuilderTest, AttributesAreCheckedAgainstTheDeclaration) {
