@@ -1,0 +1,163 @@
+#include "ckpt/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "core/logging.h"
+
+namespace lockstep::ckpt {
+namespace {
+
+absl::Status ErrnoError(absl::string_view what, const std::string& path) {
+  return absl::ErrnoToStatus(errno, absl::StrCat(what, " ", path));
+}
+
+std::string ParentDirectory(const std::string& path) {
+  std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+// A rename is durable once the directory holding the new name is on disk.
+absl::Status SyncDirectory(const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("opening directory", dir);
+  int rc = fsync(fd);
+  absl::Status status = rc == 0 ? absl::OkStatus() : ErrnoError("fsync of directory", dir);
+  close(fd);
+  return status;
+}
+
+}  // namespace
+
+absl::StatusOr<AtomicFile> AtomicFile::Create(std::string path) {
+  AtomicFile file(std::move(path), -1);
+  file.fd_ = open(file.TmpPath().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (file.fd_ < 0) return ErrnoError("creating", file.TmpPath());
+  return file;
+}
+
+AtomicFile::AtomicFile(AtomicFile&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      bytes_written_(other.bytes_written_) {}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ < 0) return;
+  close(fd_);
+  unlink(TmpPath().c_str());
+}
+
+absl::Status AtomicFile::Write(absl::string_view bytes) {
+  LS_CHECK(fd_ >= 0) << "write to " << path_ << " after Commit";
+  while (!bytes.empty()) {
+    ssize_t n = write(fd_, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("writing", TmpPath());
+    bytes.remove_prefix(static_cast<size_t>(n));
+    bytes_written_ += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AtomicFile::Commit() {
+  LS_CHECK(fd_ >= 0) << path_ << " committed twice";
+  if (fsync(fd_) != 0) return ErrnoError("fsync of", TmpPath());
+  int rc = close(std::exchange(fd_, -1));
+  if (rc != 0) {
+    unlink(TmpPath().c_str());
+    return ErrnoError("closing", TmpPath());
+  }
+  if (rename(TmpPath().c_str(), path_.c_str()) != 0) {
+    absl::Status status = ErrnoError("renaming the tmp file to", path_);
+    unlink(TmpPath().c_str());
+    return status;
+  }
+  return SyncDirectory(ParentDirectory(path_));
+}
+
+absl::StatusOr<ReadOnlyFile> ReadOnlyFile::Open(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("opening", path);
+  ReadOnlyFile file(path, fd, 0);
+  struct stat info;
+  if (fstat(fd, &info) != 0) return ErrnoError("stat of", path);
+  if (!S_ISREG(info.st_mode)) return absl::InvalidArgumentError(path + " is not a regular file");
+  file.size_ = static_cast<uint64_t>(info.st_size);
+  return file;
+}
+
+ReadOnlyFile::ReadOnlyFile(ReadOnlyFile&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), size_(other.size_) {}
+
+ReadOnlyFile::~ReadOnlyFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status ReadOnlyFile::ReadAt(uint64_t offset, uint64_t length, char* out) const {
+  while (length > 0) {
+    ssize_t n = pread(fd_, out, length, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("reading", path_);
+    if (n == 0) {
+      return absl::DataLossError(absl::StrCat(path_, " ended early: it shrank while being read"));
+    }
+    out += n;
+    offset += static_cast<uint64_t>(n);
+    length -= static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  LS_ASSIGN_OR_RETURN(ReadOnlyFile file, ReadOnlyFile::Open(path));
+  std::string bytes(file.size(), '\0');
+  LS_RETURN_IF_ERROR(file.ReadAt(0, bytes.size(), bytes.data()));
+  return bytes;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes) {
+  LS_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path));
+  LS_RETURN_IF_ERROR(file.Write(bytes));
+  return file.Commit();
+}
+
+absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::directory_iterator it(dir, error);
+  if (error) return absl::NotFoundError(absl::StrCat("listing ", dir, ": ", error.message()));
+  std::vector<std::string> names;
+  for (; !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    std::error_code type_error;
+    if (it->is_regular_file(type_error)) names.push_back(it->path().filename().string());
+  }
+  if (error) return absl::UnavailableError(absl::StrCat("listing ", dir, ": ", error.message()));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::Status MakeDirectories(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) return absl::UnavailableError(absl::StrCat("creating ", dir, ": ", error.message()));
+  return absl::OkStatus();
+}
+
+absl::Status RemoveFile(const std::string& path) {
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError("removing", path);
+  return absl::OkStatus();
+}
+
+std::string JoinPath(absl::string_view dir, absl::string_view name) {
+  if (dir.empty()) return std::string(name);
+  if (dir.back() == '/') return absl::StrCat(dir, name);
+  return absl::StrCat(dir, "/", name);
+}
+
+}  // namespace lockstep::ckpt

@@ -1,0 +1,76 @@
+#pragma once
+
+// Files of the checkpoint directory: atomic writes (tmp file, fsync, rename), reads bounded by
+// the file's size, and directory listings. Errors name the path.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "core/status.h"
+
+namespace lockstep::ckpt {
+
+// Writes `path` through `path`.tmp: nothing appears under `path` until Commit, which fsyncs the
+// file, renames it over `path` and fsyncs the directory. Uncommitted, the tmp file is removed.
+class AtomicFile {
+ public:
+  static absl::StatusOr<AtomicFile> Create(std::string path);
+  AtomicFile(AtomicFile&& other) noexcept;
+  AtomicFile& operator=(AtomicFile&&) = delete;
+  AtomicFile(const AtomicFile&) = delete;
+  ~AtomicFile();
+
+  absl::Status Write(absl::string_view bytes);
+  absl::Status Commit();
+  const std::string& path() const { return path_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  AtomicFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  std::string TmpPath() const { return path_ + ".tmp"; }
+
+  std::string path_;
+  int fd_ = -1;
+  uint64_t bytes_written_ = 0;
+};
+
+// A file opened for reading, with its size.
+class ReadOnlyFile {
+ public:
+  static absl::StatusOr<ReadOnlyFile> Open(const std::string& path);
+  ReadOnlyFile(ReadOnlyFile&& other) noexcept;
+  ReadOnlyFile& operator=(ReadOnlyFile&&) = delete;
+  ReadOnlyFile(const ReadOnlyFile&) = delete;
+  ~ReadOnlyFile();
+
+  int fd() const { return fd_; }
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Exactly `length` bytes at `offset` (which the caller has bounded by size()).
+  absl::Status ReadAt(uint64_t offset, uint64_t length, char* out) const;
+
+ private:
+  ReadOnlyFile(std::string path, int fd, uint64_t size)
+      : path_(std::move(path)), fd_(fd), size_(size) {}
+
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+// The whole file; the buffer is the file's size, nothing more.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+// Writes `bytes` to `path` atomically.
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
+// The names (not paths) of the regular files in `dir`, sorted.
+absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& dir);
+// Creates `dir` and its parents where missing.
+absl::Status MakeDirectories(const std::string& dir);
+// Removes `path`; a file that is already gone is not an error.
+absl::Status RemoveFile(const std::string& path);
+// "dir/name" (or "name" when dir is empty).
+std::string JoinPath(absl::string_view dir, absl::string_view name);
+
+}  // namespace lockstep::ckpt

@@ -1,0 +1,242 @@
+#include "ckpt/inspect.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ckpt/file_io.h"
+#include "ckpt/graph_meta.h"
+#include "ckpt/naming.h"
+#include "ckpt/rank_state.h"
+
+namespace lockstep::ckpt {
+namespace {
+
+constexpr int kMaxNamesListed = 5;
+
+int64_t ElementCount(const Entry& entry) {
+  return static_cast<int64_t>(entry.content.size() / entry.type->size);
+}
+
+double ElementAt(const Entry& entry, int64_t i) {
+  return entry.type->load(entry.content.data() + i * entry.type->size);
+}
+
+std::string Describe(const Entry& entry) {
+  return absl::StrCat(entry.type->name, ShapeToString(entry.shape));
+}
+
+// "a", "b", ... and N more.
+std::string ListNames(const std::vector<std::string>& names) {
+  std::vector<std::string> shown(names.begin(),
+                                 names.begin() + std::min<size_t>(names.size(), kMaxNamesListed));
+  std::string list = absl::StrJoin(shown, ", ");
+  if (names.size() > shown.size())
+    absl::StrAppend(&list, " and ", names.size() - shown.size(), " more");
+  return list;
+}
+
+void CheckManifest(const proto::Manifest& manifest, std::vector<std::string>* problems) {
+  if (manifest.world_size() < 1) {
+    problems->push_back(absl::StrCat("the manifest's world size is ", manifest.world_size()));
+    return;
+  }
+  std::set<int> ranks;
+  for (const proto::RankFile& file : manifest.files()) {
+    if (file.rank() < 0 || file.rank() >= manifest.world_size() ||
+        !ranks.insert(file.rank()).second) {
+      problems->push_back(
+          absl::StrCat("the manifest lists rank ", file.rank(), " out of range or twice"));
+    }
+  }
+  const int expected = manifest.all_ranks() ? manifest.world_size() : 1;
+  for (int rank = 0; rank < expected; ++rank) {
+    if (!ranks.contains(rank)) {
+      problems->push_back(absl::StrCat("the manifest lists no file for rank ", rank));
+    }
+  }
+}
+
+void CheckMeta(const std::string& dir, const proto::Manifest& manifest, int rank,
+               std::vector<std::string>* problems) {
+  if (manifest.graph_fingerprint().empty()) return;
+  const std::string path = JoinPath(dir, GraphMetaFileName(manifest.prefix(), rank));
+  absl::StatusOr<lockstep::proto::GraphDef> graph = ReadGraphMeta(path);
+  if (!graph.ok()) {
+    problems->push_back(absl::StrCat("rank ", rank, ": ", graph.status().message()));
+    return;
+  }
+  GraphSummary summary = SummarizeGraph(*graph);
+  if (!summary.fingerprint_matches || summary.fingerprint != manifest.graph_fingerprint()) {
+    problems->push_back(absl::StrCat(path, ": graph fingerprint ", summary.fingerprint,
+                                     summary.fingerprint_matches ? "" : " (not the graph's own)",
+                                     ", the manifest says ", manifest.graph_fingerprint()));
+  }
+}
+
+void CheckFile(const CheckpointData& data, const proto::Manifest& manifest,
+               const proto::RankFile& file, std::vector<std::string>* problems) {
+  if (data.stored_crc != file.crc32()) {
+    problems->push_back(absl::StrFormat("%s: CRC %08x, the manifest says %08x", data.path,
+                                        data.stored_crc, file.crc32()));
+  }
+  const absl::StatusOr<int64_t> epoch = data.Int64Scalar(kEpochName);
+  const absl::StatusOr<int64_t> step = data.Int64Scalar(kStepName);
+  if (!epoch.ok() || !step.ok() || *epoch != manifest.epoch() || *step != manifest.global_step()) {
+    problems->push_back(absl::StrCat(data.path, ": epoch_num/step_num are not the manifest's ",
+                                     manifest.epoch(), "/", manifest.global_step()));
+  }
+}
+
+// Every tensor of `other` must equal rank 0's, bit for bit, but the rank-local ones.
+void CompareReplica(const CheckpointData& rank0, const CheckpointData& other, int rank,
+                    const proto::Manifest& manifest, std::vector<std::string>* problems) {
+  const std::set<std::string> local(manifest.rank_local().begin(), manifest.rank_local().end());
+  std::vector<std::string> differ;
+  for (const TensorDiff& diff : DiffCheckpoints(rank0, other)) {
+    if (local.contains(diff.name)) continue;
+    const Entry* a = rank0.Find(diff.name);
+    const Entry* b = other.Find(diff.name);
+    if (!diff.problem.empty()) {
+      differ.push_back(absl::StrCat("'", diff.name, "' (", diff.problem, ")"));
+    } else if (a->content != b->content) {
+      differ.push_back(absl::StrCat("'", diff.name, "' (max abs diff ", diff.max_abs, ")"));
+    }
+  }
+  if (!differ.empty()) {
+    problems->push_back(absl::StrCat("rank ", rank, " differs from rank 0 in ", differ.size(),
+                                     " tensor(s): ", ListNames(differ)));
+  }
+}
+
+}  // namespace
+
+TensorStats ComputeStats(const Entry& entry) {
+  TensorStats stats;
+  double sum = 0.0;
+  stats.min = HUGE_VAL;
+  stats.max = -HUGE_VAL;
+  const int64_t n = ElementCount(entry);
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = ElementAt(entry, i);
+    if (std::isnan(x)) {
+      ++stats.nan_count;
+      continue;
+    }
+    ++stats.count;
+    sum += x;
+    stats.min = std::min(stats.min, x);
+    stats.max = std::max(stats.max, x);
+  }
+  if (stats.count == 0) return TensorStats{.nan_count = stats.nan_count};
+  stats.mean = sum / stats.count;
+  double squares = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = ElementAt(entry, i);
+    if (!std::isnan(x)) squares += (x - stats.mean) * (x - stats.mean);
+  }
+  stats.std = std::sqrt(squares / stats.count);
+  return stats;
+}
+
+TensorDiff DiffEntries(const Entry& a, const Entry& b) {
+  TensorDiff diff{.name = a.name};
+  if (a.type != b.type || a.shape != b.shape) {
+    diff.problem = absl::StrCat(Describe(a), " against ", Describe(b));
+    return diff;
+  }
+  if (a.content == b.content) return diff;
+  if (!a.type->numeric()) {
+    diff.problem = "the text differs";
+    return diff;
+  }
+  const int64_t n = ElementCount(a);
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = ElementAt(a, i);
+    const double y = ElementAt(b, i);
+    if (x == y || (std::isnan(x) && std::isnan(y))) continue;
+    const double abs = std::isnan(x - y) ? HUGE_VAL : std::fabs(x - y);
+    const double rel = std::isfinite(abs) ? abs / std::max(std::fabs(x), std::fabs(y)) : HUGE_VAL;
+    diff.max_abs = std::max(diff.max_abs, abs);
+    diff.max_rel = std::max(diff.max_rel, rel);
+  }
+  return diff;
+}
+
+std::vector<TensorDiff> DiffCheckpoints(const CheckpointData& a, const CheckpointData& b) {
+  std::vector<TensorDiff> diffs;
+  for (const Entry& entry : a.entries) {
+    const Entry* other = b.Find(entry.name);
+    if (other == nullptr) {
+      diffs.push_back({.name = entry.name, .problem = absl::StrCat("only in ", a.path)});
+    } else {
+      diffs.push_back(DiffEntries(entry, *other));
+    }
+  }
+  for (const Entry& entry : b.entries) {
+    if (a.Find(entry.name) == nullptr) {
+      diffs.push_back({.name = entry.name, .problem = absl::StrCat("only in ", b.path)});
+    }
+  }
+  return diffs;
+}
+
+absl::StatusOr<proto::Manifest> FindManifest(const std::string& dir, const std::string& prefix,
+                                             std::optional<int64_t> global_step) {
+  LS_ASSIGN_OR_RETURN(std::vector<proto::Manifest> manifests, ListManifests(dir, prefix));
+  std::set<std::string> prefixes;
+  std::vector<std::string> steps;
+  for (const proto::Manifest& manifest : manifests) {
+    prefixes.insert(manifest.prefix());
+    steps.push_back(absl::StrCat(manifest.global_step()));
+  }
+  if (manifests.empty()) {
+    return absl::NotFoundError(absl::StrCat("no manifest in ", dir, ": no step is complete"));
+  }
+  if (prefixes.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, " holds checkpoints of several prefixes (",
+                                                   absl::StrJoin(prefixes, ", "),
+                                                   "): choose one with --prefix"));
+  }
+  if (!global_step.has_value()) return manifests.back();
+  for (const proto::Manifest& manifest : manifests) {
+    if (manifest.global_step() == *global_step) return manifest;
+  }
+  return absl::NotFoundError(absl::StrCat("no manifest of step ", *global_step, " in ", dir,
+                                          " (complete steps: ", absl::StrJoin(steps, ", "), ")"));
+}
+
+VerifyReport VerifyStep(const std::string& dir, const proto::Manifest& manifest) {
+  VerifyReport report;
+  CheckManifest(manifest, &report.problems);
+  const std::vector<std::string> missing = MissingFiles(dir, manifest);
+  report.problems.insert(report.problems.end(), missing.begin(), missing.end());
+  std::vector<proto::RankFile> files(manifest.files().begin(), manifest.files().end());
+  std::sort(files.begin(), files.end(),
+            [](const proto::RankFile& a, const proto::RankFile& b) { return a.rank() < b.rank(); });
+  std::optional<CheckpointData> rank0;
+  for (const proto::RankFile& file : files) {
+    CheckMeta(dir, manifest, file.rank(), &report.problems);
+    const std::string path = JoinPath(dir, file.file());
+    if (!std::filesystem::exists(path)) continue;  // reported by MissingFiles
+    absl::StatusOr<CheckpointData> data = ReadCheckpoint(path);
+    if (!data.ok()) {
+      report.problems.push_back(absl::StrCat("rank ", file.rank(), ": ", data.status().message()));
+      continue;
+    }
+    const size_t before = report.problems.size();
+    CheckFile(*data, manifest, file, &report.problems);
+    if (!rank0.has_value() && file.rank() == 0) {
+      rank0 = std::move(*data);
+    } else if (rank0.has_value()) {
+      CompareReplica(*rank0, *data, file.rank(), manifest, &report.problems);
+    }
+    if (report.problems.size() == before) report.checked.push_back(path);
+  }
+  return report;
+}
+
+}  // namespace lockstep::ckpt

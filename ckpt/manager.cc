@@ -1,0 +1,113 @@
+#include "ckpt/manager.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_join.h"
+#include "ckpt/file_io.h"
+#include "ckpt/graph_meta.h"
+#include "ckpt/naming.h"
+
+namespace lockstep::ckpt {
+
+bool CheckpointManager::ShouldSave(int64_t global_step, int64_t epoch, bool epoch_end) const {
+  const int64_t steps = config_.save_checkpoint_steps;
+  const int64_t epochs = config_.save_checkpoint_epochs;
+  return (steps > 0 && global_step % steps == 0) ||
+         (epoch_end && epochs > 0 && epoch % epochs == 0);
+}
+
+absl::Status CheckpointManager::SaveGraphMeta(const lockstep::proto::GraphDef& graph) const {
+  if (!SavesOnThisRank()) return absl::OkStatus();
+  LS_RETURN_IF_ERROR(MakeDirectories(config_.directory));
+  return WriteGraphMeta(JoinPath(config_.directory, GraphMetaFileName(prefix_, rank_)), graph);
+}
+
+absl::StatusOr<WrittenFile> CheckpointManager::Save(const RankState& state) const {
+  if (!SavesOnThisRank()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("rank ", rank_, " saves no checkpoint (all_ranks is off)"));
+  }
+  LS_RETURN_IF_ERROR(MakeDirectories(config_.directory));
+  const std::string path = JoinPath(
+      config_.directory, CheckpointFileName(prefix_, rank_, state.epoch, state.step_in_epoch));
+  LS_ASSIGN_OR_RETURN(WrittenFile file, SaveRankState(path, state, config_.write));
+  LS_RETURN_IF_ERROR(Prune());
+  return file;
+}
+
+absl::Status CheckpointManager::Prune() const {
+  if (config_.keep_checkpoint_max <= 0) return absl::OkStatus();
+  LS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListFiles(config_.directory));
+  std::vector<std::pair<int64_t, int64_t>> steps;  // (epoch, step_in_epoch) of this rank's files
+  for (const std::string& name : names) {
+    std::optional<ParsedName> parsed = ParseCheckpointFileName(name);
+    if (parsed.has_value() && parsed->prefix == prefix_ && parsed->rank == rank_) {
+      steps.emplace_back(parsed->epoch, parsed->step_in_epoch);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  const size_t excess = steps.size() > static_cast<size_t>(config_.keep_checkpoint_max)
+                            ? steps.size() - config_.keep_checkpoint_max
+                            : 0;
+  for (size_t i = 0; i < excess; ++i) {
+    const auto [epoch, step] = steps[i];
+    // The manifest goes first: a step must never look complete without its files.
+    if (rank_ == 0) {
+      LS_RETURN_IF_ERROR(
+          RemoveFile(JoinPath(config_.directory, ManifestFileName(prefix_, epoch, step))));
+    }
+    LS_RETURN_IF_ERROR(
+        RemoveFile(JoinPath(config_.directory, CheckpointFileName(prefix_, rank_, epoch, step))));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointManager::Commit(const RankState& state,
+                                       const std::vector<WrittenFile>& files,
+                                       const std::string& graph_fingerprint,
+                                       const std::vector<std::string>& rank_local) const {
+  if (rank_ != 0) return absl::FailedPreconditionError("only rank 0 writes the manifest");
+  const size_t saving_ranks = config_.all_ranks ? world_size_ : 1;
+  if (files.size() != saving_ranks) {
+    return absl::InvalidArgumentError(absl::StrCat("manifest of step ", state.global_step, ": ",
+                                                   files.size(), " rank files for ", saving_ranks,
+                                                   " saving rank(s)"));
+  }
+  proto::Manifest manifest;
+  manifest.set_version(kManifestVersion);
+  manifest.set_prefix(prefix_);
+  manifest.set_world_size(world_size_);
+  manifest.set_all_ranks(config_.all_ranks);
+  manifest.set_epoch(state.epoch);
+  manifest.set_step_in_epoch(state.step_in_epoch);
+  manifest.set_global_step(state.global_step);
+  manifest.set_graph_fingerprint(graph_fingerprint);
+  for (size_t rank = 0; rank < files.size(); ++rank) {
+    proto::RankFile* file = manifest.add_files();
+    file->set_rank(static_cast<int>(rank));
+    file->set_file(std::filesystem::path(files[rank].path).filename().string());
+    file->set_bytes(files[rank].bytes);
+    file->set_crc32(files[rank].crc32);
+  }
+  for (const std::string& name : rank_local) manifest.add_rank_local(name);
+  std::vector<std::string> missing = MissingFiles(config_.directory, manifest);
+  if (!missing.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("manifest of step ", state.global_step, ": ", absl::StrJoin(missing, "; ")));
+  }
+  return WriteManifest(config_.directory, manifest).status();
+}
+
+absl::StatusOr<bool> CheckpointManager::Resume(RankState* state) const {
+  absl::StatusOr<proto::Manifest> manifest = LatestCompleteStep(config_.directory, prefix_);
+  if (absl::IsNotFound(manifest.status())) return false;
+  LS_RETURN_IF_ERROR(manifest.status());
+  LS_ASSIGN_OR_RETURN(std::string file, FileForRank(*manifest, rank_));
+  LS_RETURN_IF_ERROR(LoadRankState(JoinPath(config_.directory, file), state));
+  state->step_in_epoch = manifest->step_in_epoch();
+  return true;
+}
+
+}  // namespace lockstep::ckpt

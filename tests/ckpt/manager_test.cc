@@ -1,0 +1,196 @@
+// File naming, when to save, pruning, and the manifest protocol with several ranks simulated in
+// one process: each rank saves its file, then rank 0 commits the step.
+
+#include "ckpt/manager.h"
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include "ckpt/file_io.h"
+#include "ckpt/graph_meta.h"
+#include "ckpt/naming.h"
+#include "graph/serialize.h"
+#include "tests/ckpt/test_util.h"
+
+namespace lockstep::ckpt {
+namespace {
+
+using testing::Bytes;
+using testing::PatternTensor;
+using testing::TempDir;
+
+constexpr char kPrefix[] = "resnet50";
+
+TEST(CkptNamingTest, NamesFilesAsMindSporeDoes) {
+  EXPECT_EQ(CheckpointFileName("resnet50", 3, 2, 10), "resnet50_3-2_10.ckpt");
+  EXPECT_EQ(GraphMetaFileName("resnet50", 3), "resnet50_3-graph.meta");
+  EXPECT_EQ(ManifestFileName("resnet50", 2, 10), "resnet50-2_10.manifest");
+  std::optional<ParsedName> parsed = ParseCheckpointFileName("my_net_12-7_350.ckpt");
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->prefix, "my_net");
+  EXPECT_EQ(parsed->rank, 12);
+  EXPECT_EQ(parsed->epoch, 7);
+  EXPECT_EQ(parsed->step_in_epoch, 350);
+  EXPECT_EQ(ParseManifestFileName("my_net-7_350.manifest")->prefix, "my_net");
+  for (const char* other : {"resnet50_3-graph.meta", "resnet50-2_10.manifest", "x.ckpt",
+                            "resnet50_3-2_10.ckpt.tmp", "resnet50_a-2_10.ckpt"}) {
+    EXPECT_FALSE(ParseCheckpointFileName(other).has_value()) << other;
+  }
+}
+
+TEST(CkptManagerTest, ShouldSaveEveryNStepsAndEveryMEpochs) {
+  CheckpointManager by_steps({.save_checkpoint_steps = 5}, kPrefix, 0, 1);
+  EXPECT_FALSE(by_steps.ShouldSave(4, 1, false));
+  EXPECT_TRUE(by_steps.ShouldSave(10, 1, false));
+  CheckpointManager by_epochs({.save_checkpoint_steps = 0, .save_checkpoint_epochs = 2}, kPrefix, 0,
+                              1);
+  EXPECT_FALSE(by_epochs.ShouldSave(10, 2, false));
+  EXPECT_FALSE(by_epochs.ShouldSave(10, 1, true));
+  EXPECT_TRUE(by_epochs.ShouldSave(10, 2, true));
+}
+
+// `world` managers over one directory and their ranks' states.
+struct SimulatedRanks {
+  SimulatedRanks(const std::string& dir, int world, bool all_ranks = true, int keep = 5) {
+    for (int rank = 0; rank < world; ++rank) {
+      managers.emplace_back(
+          CheckpointConfig{.keep_checkpoint_max = keep, .all_ranks = all_ranks, .directory = dir},
+          kPrefix, rank, world);
+    }
+  }
+
+  static RankState State(int64_t epoch, int64_t step_in_epoch, int seed) {
+    RankState state;
+    state.epoch = epoch;
+    state.step_in_epoch = step_in_epoch;
+    state.global_step = (epoch - 1) * 100 + step_in_epoch;
+    state.tensors = {{"w", PatternTensor({8, 4}, DType::kF32, seed)}};
+    state.scalars = {{"data_position", state.global_step * 32}};
+    return state;
+  }
+
+  // Every saving rank saves the step (rank r's weights patterned by r + step); rank 0 commits.
+  std::vector<WrittenFile> SaveStep(int64_t epoch, int64_t step, bool commit = true) {
+    std::vector<WrittenFile> files;
+    for (int rank = 0; rank < static_cast<int>(managers.size()); ++rank) {
+      if (!managers[rank].SavesOnThisRank()) continue;
+      absl::StatusOr<WrittenFile> file = managers[rank].Save(State(epoch, step, rank + step));
+      EXPECT_TRUE(file.ok()) << file.status();
+      files.push_back(*file);
+    }
+    if (commit) {
+      absl::Status status = managers[0].Commit(State(epoch, step, 0), files, "0123456789abcdef");
+      EXPECT_TRUE(status.ok()) << status;
+    }
+    return files;
+  }
+
+  std::vector<CheckpointManager> managers;
+};
+
+TEST(CkptManagerTest, OnlyStepsWithAManifestAreComplete) {
+  TempDir dir;
+  SimulatedRanks run(dir.path(), 3);
+  EXPECT_TRUE(absl::IsNotFound(LatestCompleteStep(dir.path(), kPrefix).status()));
+  run.SaveStep(1, 10);
+  run.SaveStep(1, 20, /*commit=*/false);  // every rank saved, rank 0 never committed
+  absl::StatusOr<proto::Manifest> latest = LatestCompleteStep(dir.path(), kPrefix);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->global_step(), 10);
+  EXPECT_EQ(latest->world_size(), 3);
+  ASSERT_EQ(latest->files_size(), 3);
+  EXPECT_EQ(latest->files(2).file(), "resnet50_2-1_10.ckpt");
+  EXPECT_EQ(latest->files(2).crc32(), *ReadTrailerCrc(dir.Join("resnet50_2-1_10.ckpt")));
+  EXPECT_EQ(latest->graph_fingerprint(), "0123456789abcdef");
+}
+
+TEST(CkptManagerTest, AStepWithAMissingFileIsNotComplete) {
+  TempDir dir;
+  SimulatedRanks run(dir.path(), 2);
+  run.SaveStep(1, 10);
+  run.SaveStep(1, 20);
+  ASSERT_TRUE(RemoveFile(dir.Join("resnet50_1-1_20.ckpt")).ok());
+  EXPECT_EQ(LatestCompleteStep(dir.path(), kPrefix)->global_step(), 10);
+}
+
+TEST(CkptManagerTest, CommitRefusesWhenARankDidNotSave) {
+  TempDir dir;
+  SimulatedRanks run(dir.path(), 3);
+  std::vector<WrittenFile> files = run.SaveStep(1, 10, /*commit=*/false);
+  files.pop_back();
+  absl::Status status = run.managers[0].Commit(SimulatedRanks::State(1, 10, 0), files, "");
+  EXPECT_NE(status.message().find("2 rank files for 3 saving rank(s)"), std::string::npos)
+      << status;
+  EXPECT_FALSE(run.managers[1].Commit(SimulatedRanks::State(1, 10, 0), files, "").ok()) << "rank 1";
+}
+
+TEST(CkptManagerTest, EveryRankResumesItsOwnFileFromTheNewestCompleteStep) {
+  TempDir dir;
+  SimulatedRanks run(dir.path(), 3);
+  run.SaveStep(1, 10);
+  run.SaveStep(2, 5);
+  run.SaveStep(2, 15, /*commit=*/false);
+  for (int rank = 0; rank < 3; ++rank) {
+    RankState state = SimulatedRanks::State(0, 0, 999);
+    absl::StatusOr<bool> resumed = run.managers[rank].Resume(&state);
+    ASSERT_TRUE(resumed.ok()) << resumed.status();
+    EXPECT_TRUE(*resumed);
+    EXPECT_EQ(state.epoch, 2);
+    EXPECT_EQ(state.step_in_epoch, 5);
+    EXPECT_EQ(state.global_step, 105);
+    EXPECT_EQ(state.scalars.at("data_position"), 105 * 32);
+    EXPECT_EQ(Bytes(state.tensors[0].tensor),
+              Bytes(SimulatedRanks::State(2, 5, rank + 5).tensors[0].tensor));
+  }
+}
+
+TEST(CkptManagerTest, ResumeWithNothingSavedReturnsFalse) {
+  TempDir dir;
+  SimulatedRanks run(dir.Join("not_yet_created"), 1);
+  RankState state = SimulatedRanks::State(1, 1, 0);
+  absl::StatusOr<bool> resumed = run.managers[0].Resume(&state);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_FALSE(*resumed);
+}
+
+TEST(CkptManagerTest, RankZeroAloneSavesAndEveryRankResumesFromIt) {
+  TempDir dir;
+  SimulatedRanks run(dir.path(), 4, /*all_ranks=*/false);
+  EXPECT_FALSE(run.managers[2].SavesOnThisRank());
+  EXPECT_FALSE(run.managers[2].Save(SimulatedRanks::State(1, 1, 0)).ok());
+  run.SaveStep(1, 10);
+  EXPECT_EQ(ListFiles(dir.path())->size(), 2u);  // rank 0's file and the manifest
+  RankState state = SimulatedRanks::State(0, 0, 999);
+  ASSERT_TRUE(*run.managers[3].Resume(&state));
+  EXPECT_EQ(Bytes(state.tensors[0].tensor),
+            Bytes(SimulatedRanks::State(1, 10, 10).tensors[0].tensor));
+}
+
+TEST(CkptManagerTest, KeepCheckpointMaxDeletesTheOldestStepsAndTheirManifests) {
+  TempDir dir;
+  SimulatedRanks run(dir.path(), 2, /*all_ranks=*/true, /*keep=*/2);
+  for (int64_t step = 1; step <= 4; ++step) run.SaveStep(1, step * 10);
+  const std::vector<std::string> expected = {"resnet50-1_30.manifest", "resnet50-1_40.manifest",
+                                             "resnet50_0-1_30.ckpt",   "resnet50_0-1_40.ckpt",
+                                             "resnet50_1-1_30.ckpt",   "resnet50_1-1_40.ckpt"};
+  EXPECT_EQ(*ListFiles(dir.path()), expected);
+}
+
+TEST(CkptManagerTest, GraphMetaHoldsTheGraphAndItsFingerprint) {
+  TempDir dir;
+  lockstep::proto::GraphDef graph;
+  lockstep::proto::NodeDef* node = graph.add_nodes();
+  node->set_op("Relu");
+  (*node->mutable_attrs())["alpha"].set_f(0.5);
+  (*node->mutable_attrs())["beta"].set_i(2);
+  graph.set_fingerprint(Fingerprint(graph));
+  CheckpointManager manager({.directory = dir.path()}, kPrefix, 1, 2);
+  ASSERT_TRUE(manager.SaveGraphMeta(graph).ok());
+  absl::StatusOr<lockstep::proto::GraphDef> read = ReadGraphMeta(dir.Join("resnet50_1-graph.meta"));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*read, graph));
+  EXPECT_TRUE(SummarizeGraph(*read).fingerprint_matches);
+}
+
+}  // namespace
+}  // namespace lockstep::ckpt
