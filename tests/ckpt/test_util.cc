@@ -14,19 +14,6 @@ namespace lockstep::ckpt::testing {
 
 namespace fs = std::filesystem;
 
-TempDir::TempDir() {
-  std::string pattern = (fs::temp_directory_path() / "lockstep_ckpt_XXXXXX").string();
-  LS_CHECK(mkdtemp(pattern.data()) != nullptr) << "mkdtemp " << pattern;
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code error;
-  fs::remove_all(path_, error);
-}
-
-std::string TempDir::Join(std::string_view name) const { return (fs::path(path_) / name).string(); }
-
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   EXPECT_TRUE(in.good()) << path;

@@ -9,22 +9,11 @@
 
 #include "ckpt/checkpoint.pb.h"
 #include "core/tensor.h"
+#include "tests/testing/temp_dir.h"
 
 namespace lockstep::ckpt::testing {
 
-// A fresh directory under the system's temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string Join(std::string_view name) const;
-
- private:
-  std::string path_;
-};
+using ::lockstep::testing::TempDir;
 
 std::string ReadBytes(const std::string& path);
 void WriteBytes(const std::string& path, std::string_view bytes);

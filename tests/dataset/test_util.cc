@@ -13,21 +13,6 @@ namespace lockstep::dataset::testing {
 
 namespace fs = std::filesystem;
 
-TempDir::TempDir() {
-  std::string pattern = (fs::temp_directory_path() / "lockstep_dataset_XXXXXX").string();
-  LS_CHECK(mkdtemp(pattern.data()) != nullptr) << "mkdtemp " << pattern;
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code error;
-  fs::remove_all(path_, error);
-}
-
-std::string TempDir::Join(std::string_view relative) const {
-  return (fs::path(path_) / relative).string();
-}
-
 Tensor GradientImage(int64_t height, int64_t width, int64_t channels, int shift) {
   Tensor image = Tensor::Empty({height, width, channels}, DType::kU8);
   uint8_t* p = image.data<uint8_t>();

@@ -9,22 +9,11 @@
 
 #include "core/tensor.h"
 #include "dataset/source.h"
+#include "tests/testing/temp_dir.h"
 
 namespace lockstep::dataset::testing {
 
-// A fresh directory under the system's temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string Join(std::string_view relative) const;
-
- private:
-  std::string path_;
-};
+using ::lockstep::testing::TempDir;
 
 // (height, width, channels) uint8 of smooth gradients (JPEG keeps it close); `shift` varies it.
 Tensor GradientImage(int64_t height, int64_t width, int64_t channels = 3, int shift = 0);
