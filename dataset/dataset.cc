@@ -1,5 +1,8 @@
 #include "dataset/dataset.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace lockstep::dataset {
 
 Dataset::Dataset(std::shared_ptr<const Source> source, ShardOptions shard,

@@ -25,7 +25,8 @@ absl::StatusOr<ImageInfo> ReadImageInfo(absl::Span<const uint8_t> bytes);
 
 // Decodes to (H, W, 3) uint8 RGB; greyscale and CMYK JPEGs, and grey, palette or alpha PNGs, become
 // RGB. When max_shrink >= 2, a JPEG is decoded up to max_shrink times smaller per side by
-// DCT-domain scaling (by 1/2, 3/8, 1/4 or 1/8), which skips most of the inverse DCT work.
+// DCT-domain scaling (by 1/2, 1/4 or 1/8), which skips most of the inverse DCT and colour
+// conversion work.
 absl::StatusOr<Tensor> DecodeImage(absl::Span<const uint8_t> bytes, double max_shrink = 1.0);
 
 // True when a status from this file is a bad file rather than a failure of the program.
