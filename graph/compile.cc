@@ -14,12 +14,13 @@ absl::StatusOr<std::unique_ptr<Executor>> Compile(std::unique_ptr<Graph> graph,
     ctx.autodiff = *options.autodiff;
     passes.Add(CreateAutodiffPass());
   }
+  for (const auto& make_pass : options.after_autodiff) passes.Add(make_pass());
   passes.Add(CreateDeadCodeElimPass())
       .Add(CreateAssignLayoutsPass())
       .Add(CreateMemoryPlanPass())
       .Add(CreateLowerKernelsPass());
   LS_RETURN_IF_ERROR(passes.Run(*graph, ctx));
-  return Executor::Create(std::move(graph));
+  return Executor::Create(std::move(graph), options.share_buffers_with);
 }
 
 }  // namespace lockstep

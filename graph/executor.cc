@@ -1,10 +1,12 @@
 #include "graph/executor.h"
 
+#include <chrono>
 #include <cstring>
 
 namespace lockstep {
 
-absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> graph) {
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> graph,
+                                                           const Executor* share_with) {
   std::unique_ptr<Executor> executor(new Executor(std::move(graph)));
   const MemoryPlanSizes& sizes = executor->graph_->plan();
   executor->regions_.resize(Index(Region::kState) + 1);
@@ -14,9 +16,13 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
   };
   allocate(Region::kArena, sizes.arena);
   allocate(Region::kInputs, sizes.inputs);
-  allocate(Region::kParameters, sizes.parameters);
   allocate(Region::kGradients, sizes.gradients);
-  allocate(Region::kState, sizes.state);
+  if (share_with != nullptr) {
+    LS_RETURN_IF_ERROR(executor->ShareBuffers(*share_with));
+  } else {
+    allocate(Region::kParameters, sizes.parameters);
+    allocate(Region::kState, sizes.state);
+  }
   executor->workspace_ = Tensor::Empty({static_cast<int64_t>(sizes.workspace)}, DType::kU8);
 
   for (const auto& node : executor->graph_->nodes()) {
@@ -34,17 +40,65 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
   return executor;
 }
 
+// Parameters and state are placed in graph order, so a graph built from the same layers in the
+// same order puts them at the same offsets; anything else is refused by name.
+absl::Status Executor::ShareBuffers(const Executor& other) {
+  for (InputRole role : {InputRole::kParameter, InputRole::kState}) {
+    for (const Node* node : graph_->InputNodes(role)) {
+      const Node* theirs = other.graph_->FindInput(node->name);
+      const Value& mine = *node->output();
+      if (theirs == nullptr || theirs->role() != role || theirs->output()->type != mine.type ||
+          theirs->output()->alloc.offset != mine.alloc.offset) {
+        std::string found = theirs == nullptr
+                                ? "no such input"
+                                : absl::StrCat(InputRoleName(theirs->role()), " ",
+                                               TypeToString(theirs->output()->type), " at offset ",
+                                               theirs->output()->alloc.offset);
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot share buffers: ", InputRoleName(role), " '", node->name, "' is ",
+                         TypeToString(mine.type), " at offset ", mine.alloc.offset,
+                         ", the other graph has ", found));
+      }
+    }
+  }
+  for (Region region : {Region::kParameters, Region::kState}) {
+    const Tensor& buffer = other.regions_[Index(region)];
+    const MemoryPlanSizes& sizes = graph_->plan();
+    const size_t needed = region == Region::kParameters ? sizes.parameters : sizes.state;
+    if (needed > buffer.nbytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot share buffers: ", RegionName(region),
+                                                     " needs ", needed, " bytes, the other has ",
+                                                     buffer.nbytes()));
+    }
+    regions_[Index(region)] = buffer;
+  }
+  return absl::OkStatus();
+}
+
 Tensor Executor::ViewOf(const Value& value) const {
   LS_CHECK(value.alloc.region != Region::kNone) << value.Label() << " was not planned";
   return regions_[Index(value.alloc.region)].View(value.alloc.offset, value.shape(), value.dtype());
 }
 
 absl::Status Executor::Run() {
+  using Clock = std::chrono::steady_clock;
   for (Step& step : steps_) {
+    const Clock::time_point start = profiling_ ? Clock::now() : Clock::time_point();
     absl::Status status = step.node->kernel->Run(step.io);
     if (!status.ok()) return Annotate(status, step.node->Describe());
+    if (profiling_) step.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   }
   return absl::OkStatus();
+}
+
+std::vector<Executor::NodeTime> Executor::Profile() const {
+  std::vector<NodeTime> times;
+  for (const Step& step : steps_) times.push_back({step.node, step.seconds});
+  return times;
+}
+
+void Executor::ResetProfile() {
+  for (Step& step : steps_) step.seconds = 0.0;
 }
 
 absl::StatusOr<Tensor> Executor::Input(absl::string_view name) const {

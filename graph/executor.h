@@ -16,10 +16,23 @@ namespace lockstep {
 
 class Executor {
  public:
-  // The graph must have been through MemoryPlan and LowerKernels.
-  static absl::StatusOr<std::unique_ptr<Executor>> Create(std::unique_ptr<Graph> graph);
+  // The graph must have been through MemoryPlan and LowerKernels. With `share_with`, the new
+  // executor uses that executor's parameter and state buffers (the same memory, not a copy):
+  // every parameter and state input must exist there under the same name, type and offset.
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(std::unique_ptr<Graph> graph,
+                                                          const Executor* share_with = nullptr);
 
   absl::Status Run();
+
+  // Per-node wall time, off by default: while on, each Run adds every kernel's time.
+  struct NodeTime {
+    const Node* node;
+    double seconds;
+  };
+  void EnableProfiling(bool on) { profiling_ = on; }
+  // In execution order, summed over the profiled runs.
+  std::vector<NodeTime> Profile() const;
+  void ResetProfile();
 
   // Views into the executor's memory: write inputs, parameters and state before Run, read
   // outputs (results, gradients, updates) after it.
@@ -35,15 +48,18 @@ class Executor {
   static constexpr size_t Index(Region region) { return static_cast<size_t>(region); }
   explicit Executor(std::unique_ptr<Graph> graph) : graph_(std::move(graph)) {}
   Tensor ViewOf(const Value& value) const;
+  absl::Status ShareBuffers(const Executor& other);
 
   struct Step {
     Node* node;
     KernelIO io;
+    double seconds = 0.0;  // profiled time
   };
   std::unique_ptr<Graph> graph_;
   std::vector<Tensor> regions_;  // indexed by Region
   Tensor workspace_;
   std::vector<Step> steps_;
+  bool profiling_ = false;
 };
 
 }  // namespace lockstep

@@ -53,9 +53,10 @@ class MemoryPlanPass : public Pass {
   }
 
   static absl::Status PlaceGradients(Graph& graph, MemoryPlanSizes* sizes) {
-    sizes->gradients = sizes->parameters;
+    // Forward-only graphs (eval) need no gradient buffer.
     for (const GraphOutput& output : graph.outputs()) {
       if (output.kind != OutputKind::kGradient) continue;
+      sizes->gradients = sizes->parameters;
       Node* parameter = graph.FindInput(output.name.substr(GradientName("").size()));
       if (parameter == nullptr || output.value->producer->IsInput()) {
         return absl::InternalError(

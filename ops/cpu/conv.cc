@@ -4,6 +4,7 @@
 // and each kernel reorders them to and from the layout its primitive prefers, in its scratch.
 
 #include <algorithm>
+#include <string>
 
 #include "core/allocator.h"
 #include "graph/kernel.h"
@@ -23,14 +24,16 @@ struct ConvDescs {
   memory::dims strides, dilates, padding;
 };
 
-ConvDescs MakeConvDescs(const Node& node, const Value& x, const Shape& w, const Value& y) {
+// With x and y in the given layouts (the layout pass asks before values have theirs).
+ConvDescs MakeConvDescs(const Node& node, const TensorType& x, Layout x_layout, const Shape& w,
+                        const TensorType& y, Layout y_layout) {
   const int64_t groups = node.attrs.GetInt("groups");
   const memory::dims weight_dims =
       groups == 1 ? dnnl_util::Dims(w) : memory::dims{groups, w[0] / groups, w[1], w[2], w[3]};
   const auto weight_tag = groups == 1 ? memory::format_tag::oihw : memory::format_tag::goihw;
   const auto f32 = memory::data_type::f32;
-  ConvDescs d{.src = dnnl_util::Desc(x.shape(), x.dtype(), x.layout),
-              .dst = dnnl_util::Desc(y.shape(), y.dtype(), y.layout),
+  ConvDescs d{.src = dnnl_util::Desc(x.shape, x.dtype, x_layout),
+              .dst = dnnl_util::Desc(y.shape, y.dtype, y_layout),
               .weights = memory::desc(weight_dims, f32, weight_tag),
               .any_weights = memory::desc(weight_dims, f32, memory::format_tag::any),
               .strides = dnnl_util::Dims(node.attrs.GetInts("stride")),
@@ -39,6 +42,11 @@ ConvDescs MakeConvDescs(const Node& node, const Value& x, const Shape& w, const 
   // oneDNN counts dilation from 0 (dense); we count it as PyTorch does, from 1.
   for (auto& dilate : d.dilates) dilate -= 1;
   return d;
+}
+
+// With x and y in the layouts the graph assigned.
+ConvDescs MakeConvDescs(const Node& node, const Value& x, const Shape& w, const Value& y) {
+  return MakeConvDescs(node, x.type, x.layout, w, y.type, y.layout);
 }
 
 // The forward primitive; the backprop kernels pass it to oneDNN as their hint.
@@ -221,15 +229,46 @@ LayoutChoice ConvLayouts(const Node& node, const std::vector<Layout>&) {
   return choice;
 }
 
+// Whether oneDNN would run a backprop node with its reference kernel under `choice`.
+bool UsesReferenceKernel(const Node& node, const LayoutChoice& choice) {
+  const bool filter = node.op->name() == "Conv2DBackpropFilter";
+  // The forward's x and y: (x, dy) -> dw, or (dy, w) -> dx.
+  const Value& x = filter ? *node.inputs[0] : *node.output();
+  const Value& y = filter ? *node.inputs[1] : *node.inputs[0];
+  const Shape& w = filter ? node.output()->shape() : node.inputs[1]->shape();
+  const ConvDescs d = MakeConvDescs(node, x.type, filter ? choice.inputs[0] : choice.outputs[0], w,
+                                    y.type, filter ? choice.inputs[1] : choice.inputs[0]);
+  try {
+    const std::string impl =
+        filter ? BackwardWeightsPd(d).impl_info_str() : BackwardDataPd(d).impl_info_str();
+    return impl.starts_with("ref");
+  } catch (const dnnl::error&) {
+    return false;  // the kernel's factory reports it
+  }
+}
+
+// For some shapes oneDNN has no fast backward kernel with blocked activations (ResNet's 7x7 stem
+// and LeNet's 6-channel input next to blocked ones, 3x3 windows over 2x2 maps), only its
+// reference kernel, thousands of times slower: such backprop nodes keep every activation plain,
+// where its gemm-based kernels run.
+template <int kWeightsInput>
+LayoutChoice BackpropLayouts(const Node& node, const std::vector<Layout>& producer_layouts) {
+  LayoutChoice choice = ConvLayouts<kWeightsInput>(node, producer_layouts);
+  if (!UsesReferenceKernel(node, choice)) return choice;
+  for (Layout& layout : choice.inputs) layout = Layout::kPlain;
+  for (Layout& layout : choice.outputs) layout = Layout::kPlain;
+  return choice;
+}
+
 REGISTER_KERNEL({.op = "Conv2D",
                  .create = dnnl_util::DnnlFactory<Conv2DKernel>(),
                  .layouts = ConvLayouts<1>});
 REGISTER_KERNEL({.op = "Conv2DBackpropInput",
                  .create = dnnl_util::DnnlFactory<Conv2DBackpropInputKernel>(),
-                 .layouts = ConvLayouts<1>});
+                 .layouts = BackpropLayouts<1>});
 REGISTER_KERNEL({.op = "Conv2DBackpropFilter",
                  .create = dnnl_util::DnnlFactory<Conv2DBackpropFilterKernel>(),
-                 .layouts = ConvLayouts<kWeightsOut>});
+                 .layouts = BackpropLayouts<kWeightsOut>});
 
 }  // namespace
 }  // namespace lockstep

@@ -42,7 +42,11 @@ class ReluGradKernel : public Kernel {
     const float* x = io.inputs[0].data<float>();   // forward input
     const float* dy = io.inputs[1].data<float>();  // same shape
     float* dx = io.outputs[0].data<float>();
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { dx[i] = x[i] > 0.0f ? dy[i] : 0.0f; });
+    // dy is read unconditionally so the loop vectorizes (a blend, not a branch per element).
+    ParallelFor(io.outputs[0].numel(), [&](int64_t i) {
+      const float g = dy[i];
+      dx[i] = x[i] > 0.0f ? g : 0.0f;
+    });
     return absl::OkStatus();
   }
 };

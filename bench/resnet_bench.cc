@@ -1,0 +1,284 @@
+// lockstep-bench-resnet: training-step time of ResNet-50 / ResNet-18 (and LeNet-5) on one
+// process, the same recipe as ../shared/peers/torch_resnet_step.py (SGD momentum 0.9, lr 0.01,
+// softmax cross-entropy, 10 classes, NCHW f32, one random batch drawn once, 2 warm-up steps, the
+// median of the timed steps).
+//
+//   lockstep-bench-resnet [--model resnet50,resnet18] [--size 64,224] [--batch 8] [--steps 5]
+//                         [--threads 2] [--profile] [--conv]
+//
+// --profile times every kernel of the step and prints where the time goes, by op and by node.
+// --conv compares each convolution inside the graph (GFLOP/s) with the bare oneDNN primitive on
+// the same shapes and layouts, its weights already in the primitive's preferred layout.
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "core/logging.h"
+#include "core/rng.h"
+#include "ops/cpu/dnnl_util.h"
+#include "train/model.h"
+#include "train/models.h"
+
+namespace lockstep::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchConfig {
+  std::vector<std::string> models = {"resnet50", "resnet18"};
+  std::vector<int64_t> sizes = {64, 224};
+  int64_t batch = 8;
+  int steps = 5;
+  int warmup = 2;
+  int threads = 2;
+  int64_t classes = 10;
+  bool profile = false;
+  bool conv = false;
+};
+
+absl::StatusOr<LayerPtr> MakeNet(const std::string& name, int64_t classes) {
+  if (name == "resnet50") return models::ResNet50(classes);
+  if (name == "resnet18") return models::ResNet18(classes);
+  if (name == "lenet") return models::LeNet5(classes, 3);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown model '", name, "' (resnet50, resnet18, lenet)"));
+}
+
+Batch RandomBatch(int64_t batch, int64_t size, int64_t classes) {
+  Batch data{Tensor::Empty({batch, 3, size, size}, DType::kF32),
+             Tensor::Empty({batch}, DType::kI32)};
+  Philox rng(0, 0);
+  rng.Normal(data.images.data<float>(), data.images.numel(), 0.0f, 1.0f);
+  for (int64_t i = 0; i < batch; ++i) {
+    data.labels.data<int32_t>()[i] = static_cast<int32_t>(rng.UniformInt(i, classes));
+  }
+  return data;
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Floating-point operations of a convolution node (forward and both backprops count the same).
+double ConvFlops(const Node& node) {
+  const bool filter = node.op->name() == "Conv2DBackpropFilter";
+  const bool data = node.op->name() == "Conv2DBackpropInput";
+  const Shape& y = filter ? node.inputs[1]->shape()
+                   : data ? node.inputs[0]->shape()
+                          : node.output()->shape();
+  const Shape& w = filter ? node.output()->shape() : node.inputs[1]->shape();
+  return 2.0 * static_cast<double>(NumElements(y)) * static_cast<double>(w[1] * w[2] * w[3]);
+}
+
+bool IsConv(const Node& node) { return node.op->name().starts_with("Conv2D"); }
+
+// A bare oneDNN primitive for a convolution node: the same activation layouts, weights in the
+// primitive's preferred layout, oneDNN's own memory and scratchpad.
+class BareConv {
+ public:
+  explicit BareConv(const Node& node) {
+    using dnnl::memory;
+    const std::string& op = node.op->name();
+    const bool filter = op == "Conv2DBackpropFilter";
+    const bool data = op == "Conv2DBackpropInput";
+    const Value& x = data ? *node.output() : *node.inputs[0];
+    const Value& y = filter ? *node.inputs[1] : data ? *node.inputs[0] : *node.output();
+    const Shape& w = filter ? node.output()->shape() : node.inputs[1]->shape();
+    const memory::desc src = dnnl_util::Desc(x.shape(), x.dtype(), x.layout);
+    const memory::desc dst = dnnl_util::Desc(y.shape(), y.dtype(), y.layout);
+    const memory::desc weights(dnnl_util::Dims(w), memory::data_type::f32, memory::format_tag::any);
+    const memory::dims strides = dnnl_util::Dims(node.attrs.GetInts("stride"));
+    const memory::dims padding = dnnl_util::Dims(node.attrs.GetInts("padding"));
+    memory::dims dilates = dnnl_util::Dims(node.attrs.GetInts("dilation"));
+    for (auto& d : dilates) d -= 1;
+    const auto direct = dnnl::algorithm::convolution_direct;
+    dnnl::convolution_forward::primitive_desc forward(
+        {dnnl::prop_kind::forward_training, direct, src, weights, dst, strides, dilates, padding,
+         padding},
+        engine_);
+    if (filter) {
+      dnnl::convolution_backward_weights::primitive_desc pd(
+          {direct, src, weights, dst, strides, dilates, padding, padding}, engine_, forward);
+      primitive_ = dnnl::convolution_backward_weights(pd);
+      Bind({{DNNL_ARG_SRC, pd.src_desc()},
+            {DNNL_ARG_DIFF_DST, pd.diff_dst_desc()},
+            {DNNL_ARG_DIFF_WEIGHTS, pd.diff_weights_desc()},
+            {DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc()}});
+    } else if (data) {
+      dnnl::convolution_backward_data::primitive_desc pd(
+          {direct, src, weights, dst, strides, dilates, padding, padding}, engine_, forward);
+      primitive_ = dnnl::convolution_backward_data(pd);
+      Bind({{DNNL_ARG_DIFF_DST, pd.diff_dst_desc()},
+            {DNNL_ARG_WEIGHTS, pd.weights_desc()},
+            {DNNL_ARG_DIFF_SRC, pd.diff_src_desc()},
+            {DNNL_ARG_SCRATCHPAD, pd.scratchpad_desc()}});
+    } else {
+      primitive_ = dnnl::convolution_forward(forward);
+      Bind({{DNNL_ARG_SRC, forward.src_desc()},
+            {DNNL_ARG_WEIGHTS, forward.weights_desc()},
+            {DNNL_ARG_DST, forward.dst_desc()},
+            {DNNL_ARG_SCRATCHPAD, forward.scratchpad_desc()}});
+    }
+  }
+
+  // Seconds per execution: the median of `reps` after one warm-up.
+  double Time(int reps) {
+    dnnl::stream& stream = dnnl_util::CpuStream();
+    std::vector<double> times;
+    for (int i = 0; i <= reps; ++i) {
+      const Clock::time_point start = Clock::now();
+      primitive_.execute(stream, args_);
+      stream.wait();
+      if (i > 0) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    return Median(times);
+  }
+
+ private:
+  // Zero-filled memory for every argument.
+  void Bind(const std::vector<std::pair<int, dnnl::memory::desc>>& args) {
+    for (const auto& [arg, desc] : args) {
+      dnnl::memory memory(desc, engine_);
+      std::memset(memory.get_data_handle(), 0, desc.get_size());
+      args_.emplace(arg, memory);
+    }
+  }
+
+  dnnl::engine& engine_ = dnnl_util::CpuEngine();
+  dnnl::primitive primitive_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
+// In-graph time of every convolution (profiled over `steps`) against its bare primitive.
+void PrintConvComparison(const Executor& executor, int steps) {
+  struct Totals {
+    double graph = 0.0, bare = 0.0, flops = 0.0;
+  };
+  std::map<std::string, Totals> by_op;
+  std::vector<std::tuple<double, std::string, double, double>> worst;  // (lost, name, graph, bare)
+  for (const Executor::NodeTime& t : executor.Profile()) {
+    if (!IsConv(*t.node)) continue;
+    const double graph = t.seconds / steps;
+    const double bare = BareConv(*t.node).Time(steps);
+    Totals& totals = by_op[t.node->op->name()];
+    totals.graph += graph;
+    totals.bare += bare;
+    totals.flops += ConvFlops(*t.node);
+    worst.emplace_back(graph - bare, t.node->name, ConvFlops(*t.node) / graph * 1e-9,
+                       ConvFlops(*t.node) / bare * 1e-9);
+  }
+  Totals all;
+  std::cout << "  convolutions: GFLOP/s in the graph vs the bare oneDNN primitive\n";
+  for (const auto& [op, totals] : by_op) {
+    std::cout << absl::StrFormat(
+        "  %-22s %8.2f ms %7.1f GFLOP/s | bare %8.2f ms %7.1f GFLOP/s | %.2fx\n", op,
+        totals.graph * 1e3, totals.flops / totals.graph * 1e-9, totals.bare * 1e3,
+        totals.flops / totals.bare * 1e-9, totals.bare / totals.graph);
+    all.graph += totals.graph;
+    all.bare += totals.bare;
+    all.flops += totals.flops;
+  }
+  std::cout << absl::StrFormat(
+      "  %-22s %8.2f ms %7.1f GFLOP/s | bare %8.2f ms %7.1f GFLOP/s | %.2fx\n", "all",
+      all.graph * 1e3, all.flops / all.graph * 1e-9, all.bare * 1e3, all.flops / all.bare * 1e-9,
+      all.bare / all.graph);
+  std::sort(worst.rbegin(), worst.rend());
+  std::cout << "  most time lost against the bare primitive (GFLOP/s graph | bare):\n";
+  for (size_t i = 0; i < std::min<size_t>(worst.size(), 6); ++i) {
+    const auto& [lost, name, graph, bare] = worst[i];
+    std::cout << absl::StrFormat("  %-60s %+7.2f ms %7.1f | %7.1f\n", name, lost * 1e3, graph,
+                                 bare);
+  }
+}
+
+void PrintProfile(const Executor& executor, int steps) {
+  std::map<std::string, double> by_op;
+  double total = 0.0;
+  std::vector<Executor::NodeTime> nodes = executor.Profile();
+  for (const Executor::NodeTime& t : nodes) {
+    by_op[t.node->op->name()] += t.seconds / steps;
+    total += t.seconds / steps;
+  }
+  std::vector<std::pair<double, std::string>> ops;
+  for (const auto& [op, seconds] : by_op) ops.emplace_back(seconds, op);
+  std::sort(ops.rbegin(), ops.rend());
+  std::cout << absl::StrFormat("  kernels: %.1f ms per step\n", total * 1e3);
+  for (const auto& [seconds, op] : ops) {
+    std::cout << absl::StrFormat("  %-24s %9.2f ms %5.1f%%\n", op, seconds * 1e3,
+                                 100.0 * seconds / total);
+  }
+  std::sort(nodes.begin(), nodes.end(),
+            [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  std::cout << "  slowest nodes:\n";
+  for (size_t i = 0; i < std::min<size_t>(nodes.size(), 12); ++i) {
+    std::cout << absl::StrFormat("  %-60s %8.2f ms\n", nodes[i].node->name,
+                                 nodes[i].seconds / steps * 1e3);
+  }
+}
+
+absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t size) {
+  LS_ASSIGN_OR_RETURN(LayerPtr net, MakeNet(name, config.classes));
+  Model model(
+      net, SoftmaxCrossEntropy(), Momentum{.lr = 0.01, .momentum = 0.9},
+      {.batch_size = config.batch, .image_shape = {3, size, size}, .num_threads = config.threads});
+  LS_RETURN_IF_ERROR(model.Compile());
+  const Batch batch = RandomBatch(config.batch, size, config.classes);
+  std::vector<double> times;
+  double loss = 0.0;
+  for (int i = 0; i < config.warmup + config.steps; ++i) {
+    if (i == config.warmup) model.train_executor()->EnableProfiling(config.profile || config.conv);
+    const Clock::time_point start = Clock::now();
+    LS_ASSIGN_OR_RETURN(loss, model.TrainStep(batch));
+    if (i >= config.warmup) {
+      times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+  }
+  const double median = Median(times);
+  std::cout << absl::StrFormat(
+                   "lockstep %s size=%d batch=%d threads=%d median_step_s=%.4f img_per_s=%.2f "
+                   "loss=%.4f\n",
+                   name, size, config.batch, config.threads, median, config.batch / median, loss)
+            << std::flush;
+  if (config.profile) PrintProfile(*model.train_executor(), config.steps);
+  if (config.conv) PrintConvComparison(*model.train_executor(), config.steps);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace lockstep::train
+
+int main(int argc, char** argv) {
+  lockstep::train::BenchConfig config;
+  CLI::App app{"Training-step time of ResNet-50/18 on one process (compare torch_resnet_step.py)."};
+  app.add_option("--model", config.models, "resnet50, resnet18, lenet")->delimiter(',');
+  app.add_option("--size", config.sizes, "image sizes")->delimiter(',');
+  app.add_option("--batch", config.batch, "batch size")->capture_default_str();
+  app.add_option("--steps", config.steps, "timed steps")->capture_default_str();
+  app.add_option("--warmup", config.warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--threads", config.threads, "OpenMP threads")->capture_default_str();
+  app.add_option("--classes", config.classes, "classes")->capture_default_str();
+  app.add_flag("--profile", config.profile, "time every kernel");
+  app.add_flag("--conv", config.conv, "convolutions in the graph against bare oneDNN");
+  CLI11_PARSE(app, argc, argv);
+  for (const std::string& model : config.models) {
+    for (int64_t size : config.sizes) {
+      absl::Status status = lockstep::train::RunOne(config, model, size);
+      if (!status.ok()) {
+        std::cerr << lockstep::LogPrefix() << "error: " << status.message() << std::endl;
+        return 1;
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,231 @@
+#include "train/model.h"
+
+#include <chrono>
+
+#include "absl/strings/str_join.h"
+#include "core/rng.h"
+#include "core/threads.h"
+#include "graph/compile.h"
+#include "train/passes/apply_optimizer.h"
+
+namespace lockstep::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Calls `fn` on every callback, stopping at the first error.
+template <typename Fn>
+absl::Status ForEach(const Callbacks& callbacks, Fn fn) {
+  for (const auto& callback : callbacks) LS_RETURN_IF_ERROR(fn(*callback));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<NetGraph> BuildNetGraph(const Layer& net, const Loss& loss, Mode mode,
+                                       int64_t batch_size, const Shape& image_shape) {
+  if (image_shape.size() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image_shape must be (C, H, W), got ", ShapeToString(image_shape)));
+  }
+  NetGraph result{std::make_unique<Graph>(), {}};
+  Builder b(result.graph.get());
+  Shape shape = {batch_size};
+  shape.insert(shape.end(), image_shape.begin(), image_shape.end());
+  Value* images = b.Input("images", shape);
+  Value* labels = b.Input("labels", {batch_size}, DType::kI32);
+  NetContext ctx(&b, mode, &result.parameters);
+  Value* logits = net.Build(ctx, images);
+  Value* loss_value = loss.build(ctx.Child("loss"), logits, labels);
+  Value* correct = mode == Mode::kEval ? ctx.Op1("AccuracyCount", {logits, labels}) : nullptr;
+  LS_RETURN_IF_ERROR(
+      Annotate(b.status(), absl::StrCat("building the net for images ", ShapeToString(shape))));
+  result.graph->AddOutput("loss", loss_value, OutputKind::kResult);
+  if (mode == Mode::kEval) {
+    result.graph->AddOutput("logits", logits, OutputKind::kResult);
+    result.graph->AddOutput("correct", correct, OutputKind::kResult);
+  }
+  return result;
+}
+
+int64_t CountParameters(const std::vector<ParameterSpec>& specs) {
+  int64_t count = 0;
+  for (const ParameterSpec& spec : specs) {
+    if (spec.role == InputRole::kParameter) count += NumElements(spec.shape);
+  }
+  return count;
+}
+
+Model::Model(LayerPtr net, Loss loss, Momentum optimizer, ModelOptions options)
+    : net_(std::move(net)),
+      loss_(std::move(loss)),
+      optimizer_(std::move(optimizer)),
+      options_(std::move(options)) {}
+
+absl::Status Model::Compile() {
+  if (train_ != nullptr) return absl::OkStatus();
+  if (options_.num_threads > 0) SetNumThreads(options_.num_threads);
+  LS_ASSIGN_OR_RETURN(NetGraph net, BuildNetGraph(*net_, loss_, Mode::kTrain, options_.batch_size,
+                                                  options_.image_shape));
+  CompileOptions compile{.autodiff =
+                             AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale}};
+  const ApplyOptimizerOptions update{.momentum = optimizer_.momentum,
+                                     .weight_decay = optimizer_.weight_decay,
+                                     .nesterov = optimizer_.nesterov};
+  compile.after_autodiff.push_back([update] { return CreateApplyOptimizerPass(update); });
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                      ::lockstep::Compile(std::move(net.graph), compile));
+  LS_ASSIGN_OR_RETURN(images_, executor->Input("images"));
+  LS_ASSIGN_OR_RETURN(labels_, executor->Input("labels"));
+  LS_ASSIGN_OR_RETURN(lr_, executor->Input("lr"));
+  LS_ASSIGN_OR_RETURN(loss_value_, executor->Output("loss"));
+  train_ = std::move(executor);
+  parameters_ = std::move(net.parameters);
+  return InitializeVariables();
+}
+
+// Parameter i draws from Philox stream i of the seed; moments start at zero.
+absl::Status Model::InitializeVariables() {
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    LS_ASSIGN_OR_RETURN(Tensor value, train_->Input(parameters_[i].name));
+    parameters_[i].init.Fill(Philox(options_.seed, i), value);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Model::CheckBatch(const Batch& batch, bool training) const {
+  const Tensor& images = batch.images;
+  const int64_t n = images.defined() && images.rank() > 0 ? images.dim(0) : 0;
+  Shape expected = {n};
+  expected.insert(expected.end(), options_.image_shape.begin(), options_.image_shape.end());
+  if (n < 1 || images.shape() != expected || images.dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch images must be f32 (N, ", absl::StrJoin(options_.image_shape, ", "),
+                     "), got ", images.defined() ? DTypeName(images.dtype()) : "nothing",
+                     images.defined() ? ShapeToString(images.shape()) : ""));
+  }
+  if (!batch.labels.defined() || batch.labels.shape() != Shape{n} ||
+      batch.labels.dtype() != DType::kI32) {
+    return absl::InvalidArgumentError(absl::StrCat("batch labels must be i32 [", n, "]"));
+  }
+  if (training && n != options_.batch_size) {
+    return absl::InvalidArgumentError(absl::StrCat("a training batch of ", n,
+                                                   " images, but the model was compiled for ",
+                                                   options_.batch_size, " (drop the remainder)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> Model::TrainStep(const Batch& batch) {
+  LS_RETURN_IF_ERROR(Compile());
+  LS_RETURN_IF_ERROR(CheckBatch(batch, /*training=*/true));
+  images_.CopyFrom(batch.images);
+  labels_.CopyFrom(batch.labels);
+  *lr_.data<float>() = static_cast<float>(optimizer_.lr(global_step_));
+  LS_RETURN_IF_ERROR(train_->Run());
+  ++global_step_;
+  return static_cast<double>(*loss_value_.data<float>());
+}
+
+absl::StatusOr<Executor*> Model::EvalExecutor(int64_t batch_size) {
+  auto it = eval_.find(batch_size);
+  if (it != eval_.end()) return it->second.get();
+  LS_ASSIGN_OR_RETURN(NetGraph net,
+                      BuildNetGraph(*net_, loss_, Mode::kEval, batch_size, options_.image_shape));
+  LS_ASSIGN_OR_RETURN(
+      std::unique_ptr<Executor> executor,
+      ::lockstep::Compile(std::move(net.graph), {.share_buffers_with = train_.get()}));
+  return (eval_[batch_size] = std::move(executor)).get();
+}
+
+absl::StatusOr<BatchResult> Model::EvalBatch(const Batch& batch) {
+  LS_RETURN_IF_ERROR(Compile());
+  LS_RETURN_IF_ERROR(CheckBatch(batch, /*training=*/false));
+  LS_ASSIGN_OR_RETURN(Executor * executor, EvalExecutor(batch.images.dim(0)));
+  LS_ASSIGN_OR_RETURN(Tensor images, executor->Input("images"));
+  LS_ASSIGN_OR_RETURN(Tensor labels, executor->Input("labels"));
+  images.CopyFrom(batch.images);
+  labels.CopyFrom(batch.labels);
+  LS_RETURN_IF_ERROR(executor->Run());
+  LS_ASSIGN_OR_RETURN(Tensor logits, executor->Output("logits"));
+  LS_ASSIGN_OR_RETURN(Tensor loss, executor->Output("loss"));
+  LS_ASSIGN_OR_RETURN(Tensor correct, executor->Output("correct"));
+  return BatchResult{logits.Clone(), *loss.data<float>(), *correct.data<int32_t>()};
+}
+
+absl::StatusOr<EvalResult> Model::Eval(DataSource& data) {
+  LS_RETURN_IF_ERROR(data.Reset(0));
+  EvalResult result;
+  int64_t correct = 0;
+  double loss_sum = 0.0;
+  Batch batch;
+  while (true) {
+    LS_ASSIGN_OR_RETURN(bool more, data.Next(&batch));
+    if (!more) break;
+    LS_ASSIGN_OR_RETURN(BatchResult out, EvalBatch(batch));
+    const int64_t n = batch.images.dim(0);
+    correct += out.correct;
+    loss_sum += out.loss * static_cast<double>(n);
+    result.samples += n;
+  }
+  if (result.samples == 0) return absl::InvalidArgumentError("evaluation data has no samples");
+  result.accuracy = static_cast<double>(correct) / static_cast<double>(result.samples);
+  result.loss = loss_sum / static_cast<double>(result.samples);
+  return result;
+}
+
+absl::Status Model::Train(int64_t epochs, DataSource& data, const Callbacks& callbacks) {
+  LS_RETURN_IF_ERROR(Compile());
+  LS_RETURN_IF_ERROR(ForEach(callbacks, [&](Callback& c) { return c.OnTrainBegin(*this); }));
+  for (int64_t i = 0; i < epochs; ++i) LS_RETURN_IF_ERROR(RunEpoch(data, callbacks));
+  return ForEach(callbacks, [&](Callback& c) { return c.OnTrainEnd(*this); });
+}
+
+absl::Status Model::RunEpoch(DataSource& data, const Callbacks& callbacks) {
+  EpochInfo epoch{.epoch = epochs_done_ + 1};
+  const Clock::time_point epoch_start = Clock::now();
+  LS_RETURN_IF_ERROR(data.Reset(epochs_done_));
+  LS_RETURN_IF_ERROR(
+      ForEach(callbacks, [&](Callback& c) { return c.OnEpochBegin(*this, epoch.epoch); }));
+  double loss_sum = 0.0;
+  Batch batch;
+  while (true) {
+    LS_ASSIGN_OR_RETURN(bool more, data.Next(&batch));
+    if (!more) break;
+    StepInfo step{.epoch = epoch.epoch,
+                  .step = epoch.steps + 1,
+                  .global_step = global_step_ + 1,
+                  .batch_size = batch.images.defined() ? batch.images.dim(0) : 0,
+                  .lr = optimizer_.lr(global_step_)};
+    const Clock::time_point step_start = Clock::now();
+    absl::StatusOr<double> loss = TrainStep(batch);
+    if (!loss.ok()) {
+      return Annotate(loss.status(), absl::StrCat("epoch ", step.epoch, " step ", step.step));
+    }
+    step.loss = *loss;
+    step.seconds = SecondsSince(step_start);
+    ++epoch.steps;
+    epoch.images += step.batch_size;
+    loss_sum += step.loss;
+    LS_RETURN_IF_ERROR(ForEach(callbacks, [&](Callback& c) { return c.OnStepEnd(*this, step); }));
+  }
+  epoch.seconds = SecondsSince(epoch_start);
+  epoch.mean_loss = epoch.steps > 0 ? loss_sum / static_cast<double>(epoch.steps) : 0.0;
+  ++epochs_done_;
+  return ForEach(callbacks, [&](Callback& c) { return c.OnEpochEnd(*this, epoch); });
+}
+
+absl::StatusOr<Tensor> Model::Variable(absl::string_view name) const {
+  if (train_ == nullptr) return absl::FailedPreconditionError("the model is not compiled yet");
+  const Node* input = train_->graph().FindInput(name);
+  if (input == nullptr || input->role() == InputRole::kData) {
+    return absl::NotFoundError(absl::StrCat("the model has no parameter or state '", name, "'"));
+  }
+  return train_->Input(name);
+}
+
+}  // namespace lockstep::train

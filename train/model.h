@@ -1,0 +1,102 @@
+#pragma once
+
+// Model: a net, a loss and an optimizer compiled into one training-step graph (forward, loss,
+// backward, Momentum update in place) and eval graphs that share its parameter and state memory.
+//
+//   Model model(models::ResNet50(10), SoftmaxCrossEntropy(), Momentum{.lr = CosineLr(0.1, 1000)},
+//               {.batch_size = 32, .image_shape = {3, 64, 64}});
+//   LS_RETURN_IF_ERROR(model.Train(10, train, {std::make_shared<LossMonitor>(20)}));
+//   LS_ASSIGN_OR_RETURN(EvalResult result, model.Eval(val));
+//
+// Graph interface: data inputs "images" (N, C, H, W) f32, "labels" (N) i32 and, in training,
+// "lr" f32[]; outputs "loss" and, in eval, "logits" and "correct".
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "graph/executor.h"
+#include "train/callbacks.h"
+#include "train/data.h"
+#include "train/layers.h"
+#include "train/loss.h"
+#include "train/optimizer.h"
+
+namespace lockstep::train {
+
+struct ModelOptions {
+  double loss_scale = 1.0;  // fixed: seeds the backward, divided out by the update
+  int64_t batch_size = 32;
+  Shape image_shape = {3, 224, 224};  // (C, H, W)
+  uint64_t seed = 0;                  // parameter initialisation
+  int num_threads = 0;                // OpenMP threads for the kernels; 0 keeps the setting
+};
+
+struct EvalResult {
+  double accuracy = 0.0;
+  double loss = 0.0;  // mean over samples
+  int64_t samples = 0;
+};
+
+struct BatchResult {
+  Tensor logits;  // (N, classes), a copy
+  double loss = 0.0;
+  int64_t correct = 0;
+};
+
+// A net built into a graph: inputs "images" and "labels", output "loss" (and in eval mode
+// "logits" and "correct"), with the parameters and state it created, in order.
+struct NetGraph {
+  std::unique_ptr<Graph> graph;
+  std::vector<ParameterSpec> parameters;
+};
+absl::StatusOr<NetGraph> BuildNetGraph(const Layer& net, const Loss& loss, Mode mode,
+                                       int64_t batch_size, const Shape& image_shape);
+// Elements of the trainable parameters (state such as running statistics not counted).
+int64_t CountParameters(const std::vector<ParameterSpec>& specs);
+
+class Model {
+ public:
+  Model(LayerPtr net, Loss loss, Momentum optimizer, ModelOptions options);
+
+  // Builds and compiles the training graph and initialises the parameters; Train, Eval and the
+  // step functions call it when it has not run yet.
+  absl::Status Compile();
+  absl::Status Train(int64_t epochs, DataSource& data, const Callbacks& callbacks = {});
+  // Accuracy and mean loss over one pass of `data`, with the running statistics.
+  absl::StatusOr<EvalResult> Eval(DataSource& data);
+
+  // One training step on a full batch; returns its loss (before the update).
+  absl::StatusOr<double> TrainStep(const Batch& batch);
+  // The eval graph on one batch of any size.
+  absl::StatusOr<BatchResult> EvalBatch(const Batch& batch);
+
+  // A parameter or state (running statistics, moments) by name: a view of the flat buffers.
+  absl::StatusOr<Tensor> Variable(absl::string_view name) const;
+  const std::vector<ParameterSpec>& parameters() const { return parameters_; }
+  // The training executor (null before Compile), e.g. to profile it.
+  Executor* train_executor() const { return train_.get(); }
+  int64_t global_step() const { return global_step_; }
+  int64_t epochs_done() const { return epochs_done_; }
+  const ModelOptions& options() const { return options_; }
+
+ private:
+  absl::Status CheckBatch(const Batch& batch, bool training) const;
+  absl::StatusOr<Executor*> EvalExecutor(int64_t batch_size);
+  absl::Status RunEpoch(DataSource& data, const Callbacks& callbacks);
+  absl::Status InitializeVariables();
+
+  LayerPtr net_;
+  Loss loss_;
+  Momentum optimizer_;
+  ModelOptions options_;
+  std::vector<ParameterSpec> parameters_;
+  std::unique_ptr<Executor> train_;
+  Tensor images_, labels_, lr_, loss_value_;           // views into the training executor
+  std::map<int64_t, std::unique_ptr<Executor>> eval_;  // by batch size
+  int64_t global_step_ = 0;
+  int64_t epochs_done_ = 0;
+};
+
+}  // namespace lockstep::train
