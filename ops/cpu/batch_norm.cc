@@ -31,6 +31,19 @@ dnnl::batch_normalization_forward::primitive_desc ForwardTraining(
   return {desc, attr, dnnl_util::CpuEngine()};
 }
 
+// The forward primitive with its arguments declared: x, y, and the (C) scale, shift, mean and
+// variance (outputs in training, running statistics in inference).
+dnnl_util::DnnlStep ForwardStep(const dnnl::batch_normalization_forward::primitive_desc& pd,
+                                const Node& node) {
+  dnnl_util::DnnlStep step(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc());
+  step.Arg(DNNL_ARG_SRC, ActivationDesc(*node.inputs[0]));
+  step.Arg(DNNL_ARG_DST, ActivationDesc(*node.output(0)));
+  for (int arg : {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}) {
+    step.Arg(arg, ChannelDesc(node));
+  }
+  return step;
+}
+
 // Batch statistics from oneDNN, then the running averages, which oneDNN does not keep.
 class BatchNormKernel : public Kernel {
  public:
@@ -39,13 +52,7 @@ class BatchNormKernel : public Kernel {
         momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))) {
     const int64_t per_channel = NumElements(node.inputs[0]->shape()) / channels_;
     unbias_ = static_cast<float>(per_channel) / static_cast<float>(per_channel - 1);
-    auto pd = ForwardTraining(node, dnnl_util::ScratchpadAttr());
-    step_ = dnnl_util::DnnlStep(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc());
-    step_.Arg(DNNL_ARG_SRC, ActivationDesc(*node.inputs[0]));
-    step_.Arg(DNNL_ARG_DST, ActivationDesc(*node.output(0)));
-    for (int arg : {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}) {
-      step_.Arg(arg, ChannelDesc(node));
-    }
+    step_ = ForwardStep(ForwardTraining(node, dnnl_util::ScratchpadAttr()), node);
   }
   size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
 
@@ -124,14 +131,7 @@ class BatchNormInferenceKernel : public Kernel {
     dnnl::batch_normalization_forward::desc desc(
         dnnl::prop_kind::forward_inference, ActivationDesc(*node.inputs[0]), Epsilon(node),
         kScaleShift | normalization_flags::use_global_stats);
-    dnnl::batch_normalization_forward::primitive_desc pd(desc, dnnl_util::ScratchpadAttr(),
-                                                         dnnl_util::CpuEngine());
-    step_ = dnnl_util::DnnlStep(dnnl::batch_normalization_forward(pd), pd.scratchpad_desc());
-    step_.Arg(DNNL_ARG_SRC, ActivationDesc(*node.inputs[0]));
-    step_.Arg(DNNL_ARG_DST, ActivationDesc(*node.output(0)));
-    for (int arg : {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}) {
-      step_.Arg(arg, ChannelDesc(node));
-    }
+    step_ = ForwardStep({desc, dnnl_util::ScratchpadAttr(), dnnl_util::CpuEngine()}, node);
   }
   size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
 
