@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include "core/allocator.h"
 #include "graph/compile.h"
@@ -28,14 +27,6 @@ struct ConvCase {
     return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
   }
 };
-
-std::vector<float> RandomValues(const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> values(NumElements(shape));
-  for (float& v : values) v = normal(rng);
-  return values;
-}
 
 // Naive convolution in double: x (N, C, H, W) * w (O, C/G, KH, KW) -> (N, O, OH, OW).
 std::vector<double> ReferenceConv(const std::vector<double>& x, const Shape& xs,
@@ -81,11 +72,11 @@ void ExpectNear(const std::vector<float>& actual, const std::vector<double>& exp
 // Runs a chain of convolutions through the compiled graph and through ReferenceConv.
 void ExpectChainMatchesReference(const Shape& x_shape, const std::vector<ConvCase>& convs) {
   std::vector<GradCheckInput> inputs = {
-      {.name = "x", .shape = x_shape, .values = RandomValues(x_shape, 7)}};
+      {.name = "x", .shape = x_shape, .values = testing::NormalValues(x_shape, 7)}};
   for (size_t k = 0; k < convs.size(); ++k) {
     inputs.push_back({.name = absl::StrCat("w", k),
                       .shape = convs[k].w,
-                      .values = RandomValues(convs[k].w, 11 + k)});
+                      .values = testing::NormalValues(convs[k].w, 11 + k)});
   }
   std::vector<std::vector<float>> outputs =
       RunForward(inputs, [&](Builder& b, const std::vector<Value*>& in) {

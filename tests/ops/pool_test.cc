@@ -26,14 +26,6 @@ struct Window {
   }
 };
 
-std::vector<float> RandomValues(const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  std::vector<float> values(NumElements(shape));
-  for (float& v : values) v = normal(rng);
-  return values;
-}
-
 // Distinct values 0.05 apart in random order: a +-0.01 step never changes which is the maximum.
 std::vector<float> DistinctValues(const Shape& shape, uint32_t seed) {
   std::vector<float> values(NumElements(shape));
@@ -109,7 +101,7 @@ TEST(PoolOpTest, MaxPoolForwardTreatsPaddingAsMinusInfinity) {
     for (const Window& w : {kOverlapping, kTiling, kAsymmetric}) {
       SCOPED_TRACE(absl::StrCat(ShapeToString(shape), " kernel ", AttrToString(w.kernel)));
       // All negative: a padded zero would win any window that touches the border.
-      std::vector<float> x = RandomValues(shape, 3);
+      std::vector<float> x = testing::NormalValues(shape, 3);
       for (float& v : x) v = -std::abs(v) - 0.5f;
       ExpectNear(RunOp("MaxPool", shape, x, w.attrs()), ReferencePool(x, shape, w, Reduce::kMax));
     }
@@ -122,7 +114,7 @@ TEST(PoolOpTest, AvgPoolForwardCountsPaddingAsAsked) {
       SCOPED_TRACE(absl::StrCat(ShapeToString(shape), " count_include_pad ", include));
       Attrs attrs = kOverlapping.attrs();
       attrs.Set("count_include_pad", include);
-      std::vector<float> x = RandomValues(shape, 4);
+      std::vector<float> x = testing::NormalValues(shape, 4);
       ExpectNear(RunOp("AvgPool", shape, x, attrs),
                  ReferencePool(x, shape, kOverlapping,
                                include ? Reduce::kAvgIncludePad : Reduce::kAvgExcludePad));
@@ -132,7 +124,7 @@ TEST(PoolOpTest, AvgPoolForwardCountsPaddingAsAsked) {
 
 TEST(PoolOpTest, GlobalAvgPoolForwardIsThePlaneMean) {
   for (const Shape& shape : {kPlainShape, kBlockedShape}) {
-    std::vector<float> x = RandomValues(shape, 5);
+    std::vector<float> x = testing::NormalValues(shape, 5);
     const Window whole{.kernel = {shape[2], shape[3]}};
     ExpectNear(RunOp("GlobalAvgPool", shape, x, {}),
                ReferencePool(x, shape, whole, Reduce::kAvgIncludePad));

@@ -60,9 +60,9 @@ Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
 // The input's values: given, or normal draws kept at least `kink` away from zero.
 std::vector<float> InputValues(const GradCheckInput& input, uint64_t stream, double kink) {
   if (!input.values.empty()) return input.values;
-  std::vector<float> values(NumElements(input.shape));
-  Philox(1234, stream).Normal(values.data(), values.size(), 0.0f, input.stddev);
+  std::vector<float> values = NormalValues(input.shape, stream);
   for (float& v : values) {
+    v *= input.stddev;
     if (std::abs(v) < kink) v = std::copysign(static_cast<float>(kink) + std::abs(v), v);
   }
   return values;
@@ -96,6 +96,12 @@ double Objective(const Compiled& forward, const std::vector<std::vector<float>>&
 }
 
 }  // namespace
+
+std::vector<float> NormalValues(const Shape& shape, uint64_t seed) {
+  std::vector<float> values(NumElements(shape));
+  Philox(1234, seed).Normal(values.data(), values.size(), 0.0f, 1.0f);
+  return values;
+}
 
 void ExpectGradientsMatch(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
                           const GradCheckOptions& options) {

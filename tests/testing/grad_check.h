@@ -42,6 +42,9 @@ void ExpectGradientsMatch(const std::vector<GradCheckInput>& inputs, const Build
 void ExpectOpGradientsMatch(const std::string& op, const std::vector<GradCheckInput>& inputs,
                             const Attrs& attrs, const GradCheckOptions& options = {});
 
+// Standard normal draws from the project's Philox RNG, reproducible from `seed`.
+std::vector<float> NormalValues(const Shape& shape, uint64_t seed);
+
 // Runs `build` forward once on the given inputs and returns its outputs as float vectors
 // (for tests that compare against a reference implementation).
 std::vector<std::vector<float>> RunForward(const std::vector<GradCheckInput>& inputs,
