@@ -31,6 +31,8 @@ struct ImageFolderOptions {
   BadFilePolicy on_bad_file = BadFilePolicy::kSkip;
   // Drop the last, incomplete round of samples instead of padding it by wrapping.
   bool drop_tail = false;
+  // Neither pad nor drop: the shards together read every sample once (ShardOptions).
+  bool uneven_tail = false;
   uint64_t seed = 0;
 };
 

@@ -22,6 +22,7 @@ struct MnistOptions {
   int shard_id = 0;
   int64_t num_samples = 0;  // per shard and epoch; 0 reads them all
   bool drop_tail = false;
+  bool uneven_tail = false;  // neither pad nor drop (ShardOptions)
   uint64_t seed = 0;
 };
 

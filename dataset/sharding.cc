@@ -26,7 +26,9 @@ absl::Status ValidateShardOptions(const ShardOptions& options) {
 
 int64_t ShardSize(int64_t n, const ShardOptions& options) {
   int64_t shards = options.num_shards;
-  int64_t size = options.drop_tail ? n / shards : (n + shards - 1) / shards;
+  int64_t size = options.uneven_tail ? (n - options.shard_id + shards - 1) / shards
+                 : options.drop_tail ? n / shards
+                                     : (n + shards - 1) / shards;
   return options.num_samples > 0 ? std::min(size, options.num_samples) : size;
 }
 

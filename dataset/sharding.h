@@ -19,6 +19,9 @@ struct ShardOptions {
   bool shuffle = true;
   // false: pad the last round by wrapping to the start; true: drop it.
   bool drop_tail = false;
+  // Neither pad nor drop (overrides drop_tail): the last round goes to the first
+  // N % num_shards shards only, so the shards together read every sample once (exact evaluation).
+  bool uneven_tail = false;
   uint64_t seed = 0;
   // At most this many samples per shard and epoch; 0 reads the whole shard.
   int64_t num_samples = 0;
@@ -33,6 +36,7 @@ ShardOptions ShardOptionsOf(const SourceOptions& options) {
           .shard_id = options.shard_id,
           .shuffle = options.shuffle,
           .drop_tail = options.drop_tail,
+          .uneven_tail = options.uneven_tail,
           .seed = options.seed,
           .num_samples = options.num_samples};
 }
@@ -44,7 +48,7 @@ struct ShardSlot {
   bool operator==(const ShardSlot&) const = default;
 };
 
-// Samples per shard and epoch for a source of n samples (num_samples applied).
+// Samples of this shard per epoch for a source of n samples (num_samples applied).
 int64_t ShardSize(int64_t n, const ShardOptions& options);
 
 // The epoch's order of all n samples: a seeded Fisher-Yates shuffle, or 0..n-1 without shuffle.

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 
 namespace lockstep {
 
@@ -14,7 +15,6 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
     Tensor buffer = Tensor::Zeros({static_cast<int64_t>(bytes)}, DType::kU8);
     executor->regions_[Index(region)] = buffer;
   };
-  allocate(Region::kArena, sizes.arena);
   allocate(Region::kInputs, sizes.inputs);
   allocate(Region::kGradients, sizes.gradients);
   if (share_with != nullptr) {
@@ -23,8 +23,21 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
     allocate(Region::kParameters, sizes.parameters);
     allocate(Region::kState, sizes.state);
   }
-  executor->workspace_ = Tensor::Empty({static_cast<int64_t>(sizes.workspace)}, DType::kU8);
+  // Scratch whose contents do not outlive a step can be shared too: the executors never run
+  // at the same time.
+  const Tensor* other_arena = share_with ? &share_with->regions_[Index(Region::kArena)] : nullptr;
+  if (other_arena != nullptr && other_arena->nbytes() >= sizes.arena) {
+    executor->regions_[Index(Region::kArena)] = *other_arena;
+  } else {
+    allocate(Region::kArena, sizes.arena);
+  }
+  if (share_with != nullptr && share_with->workspace_.nbytes() >= sizes.workspace) {
+    executor->workspace_ = share_with->workspace_;
+  } else {
+    executor->workspace_ = Tensor::Empty({static_cast<int64_t>(sizes.workspace)}, DType::kU8);
+  }
 
+  std::map<const Node*, size_t> async_steps;  // producer -> index in steps_
   for (const auto& node : executor->graph_->nodes()) {
     if (node->IsInput()) continue;
     if (node->kernel == nullptr) {
@@ -32,9 +45,14 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
           absl::StrCat(node->Describe(), " has no kernel: run LowerKernels before Executor"));
     }
     Step step{node.get(), {}};
-    for (const Value* input : node->inputs) step.io.inputs.push_back(executor->ViewOf(*input));
+    for (const Value* input : node->inputs) {
+      step.io.inputs.push_back(executor->ViewOf(*input));
+      auto async = async_steps.find(input->producer);
+      if (async != async_steps.end()) step.waits_for.push_back(async->second);
+    }
     for (const auto& output : node->outputs) step.io.outputs.push_back(executor->ViewOf(*output));
     step.io.workspace = executor->workspace_.raw_data();
+    if (node->kernel->asynchronous()) async_steps[node.get()] = executor->steps_.size();
     executor->steps_.push_back(std::move(step));
   }
   return executor;
@@ -83,12 +101,40 @@ Tensor Executor::ViewOf(const Value& value) const {
 absl::Status Executor::Run() {
   using Clock = std::chrono::steady_clock;
   for (Step& step : steps_) {
+    for (size_t producer : step.waits_for) {
+      absl::Status waited = Wait(steps_[producer]);
+      if (!waited.ok()) {
+        WaitAll().IgnoreError();  // already failing: only make sure nothing is left in flight
+        return waited;
+      }
+    }
     const Clock::time_point start = profiling_ ? Clock::now() : Clock::time_point();
     absl::Status status = step.node->kernel->Run(step.io);
-    if (!status.ok()) return Annotate(status, step.node->Describe());
+    if (!status.ok()) {
+      WaitAll().IgnoreError();
+      return Annotate(status, step.node->Describe());
+    }
+    step.pending = step.node->kernel->asynchronous();
     if (profiling_) step.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   }
-  return absl::OkStatus();
+  return WaitAll();
+}
+
+absl::Status Executor::Wait(Step& step) {
+  if (!step.pending) return absl::OkStatus();
+  step.pending = false;
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status status = step.node->kernel->Wait();
+  exposed_wait_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Annotate(status, step.node->Describe());
+}
+
+// In step order, which is the order the collectives were queued in.
+absl::Status Executor::WaitAll() {
+  absl::Status first;
+  for (Step& step : steps_) first.Update(Wait(step));
+  return first;
 }
 
 std::vector<Executor::NodeTime> Executor::Profile() const {
@@ -98,6 +144,7 @@ std::vector<Executor::NodeTime> Executor::Profile() const {
 }
 
 void Executor::ResetProfile() {
+  exposed_wait_seconds_ = 0.0;
   for (Step& step : steps_) step.seconds = 0.0;
 }
 

@@ -18,7 +18,9 @@ class Executor {
  public:
   // The graph must have been through MemoryPlan and LowerKernels. With `share_with`, the new
   // executor uses that executor's parameter and state buffers (the same memory, not a copy):
-  // every parameter and state input must exist there under the same name, type and offset.
+  // every parameter and state input must exist there under the same name, type and offset. It
+  // also reuses that executor's arena and workspace when they are large enough, so the two must
+  // never run at the same time.
   static absl::StatusOr<std::unique_ptr<Executor>> Create(std::unique_ptr<Graph> graph,
                                                           const Executor* share_with = nullptr);
 
@@ -32,6 +34,9 @@ class Executor {
   void EnableProfiling(bool on) { profiling_ = on; }
   // In execution order, summed over the profiled runs.
   std::vector<NodeTime> Profile() const;
+  // Seconds the step spent waiting for asynchronous kernels (communication that computation
+  // did not hide), summed over the runs since the last reset; measured whether profiling or not.
+  double exposed_wait_seconds() const { return exposed_wait_seconds_; }
   void ResetProfile();
 
   // Views into the executor's memory: write inputs, parameters and state before Run, read
@@ -53,13 +58,18 @@ class Executor {
   struct Step {
     Node* node;
     KernelIO io;
-    double seconds = 0.0;  // profiled time
+    std::vector<size_t> waits_for;  // asynchronous steps whose outputs this one reads
+    bool pending = false;           // asynchronous and not waited for yet
+    double seconds = 0.0;           // profiled time
   };
+  absl::Status Wait(Step& step);
+  absl::Status WaitAll();
   std::unique_ptr<Graph> graph_;
   std::vector<Tensor> regions_;  // indexed by Region
   Tensor workspace_;
   std::vector<Step> steps_;
   bool profiling_ = false;
+  double exposed_wait_seconds_ = 0.0;
 };
 
 }  // namespace lockstep

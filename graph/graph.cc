@@ -170,4 +170,13 @@ std::string DumpGraph(const Graph& graph) {
   return out;
 }
 
+Value* InPlaceRoot(Value* value) {
+  while (!value->producer->IsInput()) {
+    const int input = value->producer->op->InPlaceInput(value->index);
+    if (input < 0) break;
+    value = value->producer->inputs[input];
+  }
+  return value;
+}
+
 }  // namespace lockstep

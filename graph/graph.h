@@ -126,6 +126,9 @@ class Graph {
   int next_value_id_ = 0;
 };
 
+// The value whose memory `value` shares by way of in-place outputs (itself when none).
+Value* InPlaceRoot(Value* value);
+
 // Checks SSA order, arity, attribute declarations and in-place rules; names the node at fault.
 absl::Status VerifyGraph(const Graph& graph);
 // One line per node: "%5 = Conv2D(%1, %2) {groups=1, ...} : f32[8, 64, 56, 56] nChw16c @arena+0".

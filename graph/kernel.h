@@ -29,6 +29,11 @@ class Kernel {
   virtual ~Kernel() = default;
   virtual size_t WorkspaceBytes() const { return 0; }
   virtual absl::Status Run(const KernelIO& io) = 0;
+  // Asynchronous kernels (collectives on a communication thread) return from Run once their
+  // work is queued and finish in Wait. The executor calls Wait before any node reads their
+  // outputs, and at the end of the step.
+  virtual bool asynchronous() const { return false; }
+  virtual absl::Status Wait() { return absl::OkStatus(); }
 };
 
 // The layouts a kernel wants for its inputs (the pass reorders where they differ) and the

@@ -58,6 +58,7 @@ class OpDef {
   explicit OpDef(std::string name) : name_(std::move(name)) {}
 
   OpDef& Inputs(int count) { return Set(num_inputs_, count); }
+  // kVariadic: the inference function decides how many.
   OpDef& Outputs(int count) { return Set(num_outputs_, count); }
   // A required attribute, or one with a default.
   OpDef& Attr(std::string name) { return AddAttr({std::move(name), true, {}}); }
@@ -72,6 +73,8 @@ class OpDef {
     in_place_.emplace_back(output, input);
     return *this;
   }
+  // Every output i is written into input i (variadic collectives on gradients).
+  OpDef& InPlaceEach() { return Set(in_place_each_, true); }
 
   const std::string& name() const { return name_; }
   int num_inputs() const { return num_inputs_; }
@@ -80,7 +83,6 @@ class OpDef {
   const InferFn& infer() const { return infer_; }
   const GradFn& grad() const { return grad_; }
   bool differentiable() const { return static_cast<bool>(grad_); }
-  const std::vector<std::pair<int, int>>& in_place() const { return in_place_; }
   // The input an output is written into, or -1.
   int InPlaceInput(int output) const;
 
@@ -105,6 +107,7 @@ class OpDef {
   InferFn infer_;
   GradFn grad_;
   std::vector<std::pair<int, int>> in_place_;
+  bool in_place_each_ = false;
 };
 
 }  // namespace lockstep

@@ -15,6 +15,7 @@ Value* GradContext::output(int i) const { return node.outputs[i].get(); }
 const Attrs& GradContext::attrs() const { return node.attrs; }
 
 int OpDef::InPlaceInput(int output) const {
+  if (in_place_each_) return output;
   for (auto [out, in] : in_place_) {
     if (out == output) return in;
   }

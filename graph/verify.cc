@@ -12,7 +12,7 @@ absl::Status VerifyNode(const Node& node, const std::set<const Value*>& defined)
     return absl::InternalError(absl::StrCat(node.Describe(), " has ", node.inputs.size(),
                                             " inputs, op declares ", op.num_inputs()));
   }
-  if (static_cast<int>(node.outputs.size()) != op.num_outputs()) {
+  if (op.num_outputs() != kVariadic && static_cast<int>(node.outputs.size()) != op.num_outputs()) {
     return absl::InternalError(absl::StrCat(node.Describe(), " has ", node.outputs.size(),
                                             " outputs, op declares ", op.num_outputs()));
   }
@@ -31,16 +31,33 @@ absl::Status VerifyNode(const Node& node, const std::set<const Value*>& defined)
   return absl::OkStatus();
 }
 
-// An in-place output overwrites its input: that input must be persistent (parameter or state)
-// and this node must be its last reader.
+// Values whose memory is a parameter's gradient slot: where the in-place chains of the gradient
+// outputs start (a gradient and the AllReduce that reduces it in place).
+std::set<const Value*> GradientStorage(const Graph& graph) {
+  std::set<const Value*> storage;
+  for (const GraphOutput& output : graph.outputs()) {
+    if (output.kind == OutputKind::kGradient) storage.insert(InPlaceRoot(output.value));
+  }
+  return storage;
+}
+
+// An in-place output overwrites its input: that input must be persistent (parameter, state or
+// gradient storage, or written in place itself) and this node must be its last reader.
 absl::Status VerifyInPlace(const Graph& graph, const Node& node, size_t position,
-                           const std::vector<std::vector<Node*>>& consumers) {
-  for (auto [output, input] : node.op->in_place()) {
+                           const std::vector<std::vector<Node*>>& consumers,
+                           const std::set<const Value*>& gradient_storage) {
+  for (size_t output = 0; output < node.outputs.size(); ++output) {
+    const int input = node.op->InPlaceInput(static_cast<int>(output));
+    if (input < 0) continue;
     const Value* target = node.inputs[input];
-    if (!target->producer->IsInput() || target->producer->role() == InputRole::kData) {
+    const Node* producer = target->producer;
+    const bool persistent = producer->IsInput() ? producer->role() != InputRole::kData
+                                                : producer->op->InPlaceInput(target->index) >= 0 ||
+                                                      gradient_storage.count(target) > 0;
+    if (!persistent) {
       return absl::InternalError(absl::StrCat(node.Describe(), " writes output ", output,
                                               " in place into ", target->Label(),
-                                              ", which is not a parameter or state"));
+                                              ", which is not a parameter, state or gradient"));
     }
     for (const Node* reader : consumers[target->id]) {
       if (graph.PositionOf(reader) > position) {
@@ -58,13 +75,14 @@ absl::Status VerifyGraph(const Graph& graph) {
   std::set<const Value*> defined;
   std::set<int> node_ids;
   auto consumers = graph.Consumers();
+  const std::set<const Value*> gradient_storage = GradientStorage(graph);
   for (size_t position = 0; position < graph.nodes().size(); ++position) {
     const Node& node = *graph.nodes()[position];
     if (!node_ids.insert(node.id).second) {
       return absl::InternalError(absl::StrCat(node.Describe(), " appears twice"));
     }
     LS_RETURN_IF_ERROR(VerifyNode(node, defined));
-    LS_RETURN_IF_ERROR(VerifyInPlace(graph, node, position, consumers));
+    LS_RETURN_IF_ERROR(VerifyInPlace(graph, node, position, consumers, gradient_storage));
     for (const auto& output : node.outputs) defined.insert(output.get());
   }
   for (const GraphOutput& output : graph.outputs()) {

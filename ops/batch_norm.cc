@@ -1,5 +1,7 @@
 // Batch normalization: BatchNorm (training, batch statistics plus running averages),
-// BatchNormGrad, and BatchNormInference (running statistics, eval only).
+// BatchNormGrad, and BatchNormInference (running statistics, eval only). SyncBatchNorm and
+// SyncBatchNormGrad are the same ops with statistics over every rank of a communication group
+// ("group"); their kernels come with parallel/, which does the communication.
 
 #include <algorithm>
 #include <initializer_list>
@@ -69,15 +71,23 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNormInference(const InferConte
 }
 
 // Only y reaches the loss; the batch statistics are saved for the backward and the running
-// averages are side effects.
-std::vector<Value*> BatchNormBackward(GradContext& g) {
+// averages are side effects. `grad_op` gets the forward's attributes but the momentum.
+std::vector<Value*> NormBackward(GradContext& g, const char* grad_op) {
   std::vector<Value*> grads(5, nullptr);
   if (g.dy(0) == nullptr) return grads;
-  std::vector<Value*> d =
-      g.builder.Op("BatchNormGrad", {g.input(0), g.input(1), g.output(1), g.output(2), g.dy(0)},
-                   {{"epsilon", g.attrs().Get("epsilon")}});
+  Attrs attrs;
+  for (const auto& [name, value] : g.attrs().items()) {
+    if (name != "momentum") attrs.Set(name, value);
+  }
+  std::vector<Value*> d = g.builder.Op(
+      grad_op, {g.input(0), g.input(1), g.output(1), g.output(2), g.dy(0)}, std::move(attrs));
   if (d.size() == 3) std::copy(d.begin(), d.end(), grads.begin());
   return grads;
+}
+
+std::vector<Value*> BatchNormBackward(GradContext& g) { return NormBackward(g, "BatchNormGrad"); }
+std::vector<Value*> SyncBatchNormBackward(GradContext& g) {
+  return NormBackward(g, "SyncBatchNormGrad");
 }
 
 REGISTER_OP("BatchNorm")
@@ -92,6 +102,24 @@ REGISTER_OP("BatchNorm")
     .InPlace(4, 4);
 
 REGISTER_OP("BatchNormGrad").Inputs(5).Outputs(3).Attr("epsilon", 1e-5).Infer(InferBatchNormGrad);
+
+REGISTER_OP("SyncBatchNorm")
+    .Inputs(5)
+    .Outputs(5)
+    .Attr("epsilon", 1e-5)
+    .Attr("momentum", 0.9)
+    .Attr("group", std::string("world"))
+    .Infer(InferBatchNorm)
+    .Grad(SyncBatchNormBackward)
+    .InPlace(3, 3)
+    .InPlace(4, 4);
+
+REGISTER_OP("SyncBatchNormGrad")
+    .Inputs(5)
+    .Outputs(3)
+    .Attr("epsilon", 1e-5)
+    .Attr("group", std::string("world"))
+    .Infer(InferBatchNormGrad);
 
 REGISTER_OP("BatchNormInference")
     .Inputs(5)

@@ -1,4 +1,5 @@
 // Momentum: the SGD-with-momentum update, written in place into the parameter and its moment.
+// Accumulate: gradient accumulation over micro-batches, in place into the accumulator.
 
 #include "graph/op_registry.h"
 
@@ -43,6 +44,21 @@ REGISTER_OP("Momentum")
     .Infer(InferMomentum)
     .InPlace(0, 0)
     .InPlace(1, 2);
+
+// (accum, grad, beta []) -> accum' = beta * accum + grad. beta is 0 on the first micro-batch
+// of an update (the accumulator starts over without a separate zeroing pass) and 1 after.
+absl::StatusOr<std::vector<TensorType>> InferAccumulate(const InferContext& ctx) {
+  const TensorType& accum = ctx.inputs[0];
+  const TensorType scalar{{}, accum.dtype};
+  if (ctx.inputs[1] != accum || ctx.inputs[2] != scalar) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expects (accum, grad of the same type, beta ", TypeToString(scalar), "), got grad ",
+        TypeToString(ctx.inputs[1]), " and beta ", TypeToString(ctx.inputs[2])));
+  }
+  return std::vector<TensorType>{accum};
+}
+
+REGISTER_OP("Accumulate").Inputs(3).Infer(InferAccumulate).InPlace(0, 0);
 
 }  // namespace
 }  // namespace lockstep

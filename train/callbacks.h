@@ -27,6 +27,7 @@ struct StepInfo {
 struct EpochInfo {
   int64_t epoch = 0;  // 1-based
   int64_t steps = 0;
+  int64_t first_step = 0;  // steps of the epoch trained before a resume, not counted in `steps`
   int64_t images = 0;
   double seconds = 0.0;  // wall time of the epoch, reading the data included
   double mean_loss = 0.0;

@@ -1,11 +1,22 @@
 #include "train/data.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "core/rng.h"
 
 namespace lockstep::train {
+
+absl::Status DataSource::ResetAt(int64_t epoch, int64_t start_batch) {
+  LS_RETURN_IF_ERROR(Reset(epoch));
+  Batch skipped;
+  for (int64_t i = 0; i < start_batch; ++i) {
+    LS_ASSIGN_OR_RETURN(bool more, Next(&skipped));
+    if (!more) break;
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<InMemoryDataSource>> InMemoryDataSource::Create(
     Tensor images, Tensor labels, InMemoryOptions options) {
@@ -51,6 +62,12 @@ absl::Status InMemoryDataSource::Reset(int64_t epoch) {
   for (int64_t i = size() - 1; i > 0; --i) {
     std::swap(order_[i], order_[rng.UniformInt(i, i + 1)]);
   }
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryDataSource::ResetAt(int64_t epoch, int64_t start_batch) {
+  LS_RETURN_IF_ERROR(Reset(epoch));
+  position_ = std::min(size(), std::max<int64_t>(0, start_batch) * options_.batch_size);
   return absl::OkStatus();
 }
 

@@ -22,6 +22,10 @@ class DataSource {
   virtual ~DataSource() = default;
   // Starts epoch `epoch` (0-based); the sample order may depend on it.
   virtual absl::Status Reset(int64_t epoch) = 0;
+  // Starts epoch `epoch` at batch `start_batch`, where a resumed run continues it: Next then
+  // returns what it would after Reset(epoch) and `start_batch` calls. The default reads and drops
+  // those batches; sources that can skip them cheaply override it.
+  virtual absl::Status ResetAt(int64_t epoch, int64_t start_batch);
   // The next batch of the epoch, or false at its end. The batch stays valid until the next
   // call; the model copies it into its graph's input buffer once.
   virtual absl::StatusOr<bool> Next(Batch* batch) = 0;
@@ -42,6 +46,7 @@ class InMemoryDataSource : public DataSource {
                                                                     InMemoryOptions options);
 
   absl::Status Reset(int64_t epoch) override;
+  absl::Status ResetAt(int64_t epoch, int64_t start_batch) override;
   absl::StatusOr<bool> Next(Batch* batch) override;
   int64_t size() const { return images_.dim(0); }
   int64_t batches_per_epoch() const;

@@ -88,7 +88,8 @@ Value* BatchNorm2d::Build(const NetContext& ctx, Value* x) const {
                    {{"epsilon", options_.epsilon}});
   }
   std::vector<Value*> outputs =
-      ctx.Op("BatchNorm", {x, gamma, beta, mean, var},
+      ctx.Op(options_.sync || ctx.sync_batch_norm() ? "SyncBatchNorm" : "BatchNorm",
+             {x, gamma, beta, mean, var},
              {{"epsilon", options_.epsilon}, {"momentum", options_.momentum}});
   if (outputs.empty()) return nullptr;
   ctx.Update("moving_mean", outputs[3]);

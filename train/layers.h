@@ -47,6 +47,9 @@ class NetContext {
   void Update(absl::string_view name, Value* value) const;
 
   Mode mode() const { return mode_; }
+  // Every BatchNorm2d normalises over the global batch (SyncBatchNorm), whatever its options.
+  bool sync_batch_norm() const { return sync_batch_norm_; }
+  void set_sync_batch_norm(bool sync) { sync_batch_norm_ = sync; }
   const std::string& prefix() const { return prefix_; }  // "layer1.0.conv1."
   Builder& builder() const { return *builder_; }
 
@@ -58,6 +61,7 @@ class NetContext {
   Mode mode_;
   std::vector<ParameterSpec>* specs_;
   std::string prefix_;
+  bool sync_batch_norm_ = false;
 };
 
 class Layer {
@@ -93,6 +97,9 @@ struct BatchNorm2dOptions {
   double epsilon = 1e-5;
   double momentum = 0.9;    // running = momentum * running + (1 - momentum) * batch
   bool zero_gamma = false;  // zero-init, for the last batch norm of a residual branch
+  // Statistics over the whole global batch of a data-parallel job (SyncBatchNorm), which
+  // per-rank batches too small for good statistics need.
+  bool sync = false;
 };
 
 class BatchNorm2d : public Layer {

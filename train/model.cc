@@ -6,6 +6,11 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "graph/compile.h"
+#include "graph/serialize.h"
+#include "parallel/comm_group.h"
+#include "parallel/passes/passes.h"
+#include "parallel/replicas.h"
+#include "train/passes/accumulate_gradients.h"
 #include "train/passes/apply_optimizer.h"
 
 namespace lockstep::train {
@@ -27,7 +32,8 @@ absl::Status ForEach(const Callbacks& callbacks, Fn fn) {
 }  // namespace
 
 absl::StatusOr<NetGraph> BuildNetGraph(const Layer& net, const Loss& loss, Mode mode,
-                                       int64_t batch_size, const Shape& image_shape) {
+                                       int64_t batch_size, const Shape& image_shape,
+                                       bool sync_batch_norm) {
   if (image_shape.size() != 3) {
     return absl::InvalidArgumentError(
         absl::StrCat("image_shape must be (C, H, W), got ", ShapeToString(image_shape)));
@@ -39,6 +45,7 @@ absl::StatusOr<NetGraph> BuildNetGraph(const Layer& net, const Loss& loss, Mode 
   Value* images = b.Input("images", shape);
   Value* labels = b.Input("labels", {batch_size}, DType::kI32);
   NetContext ctx(&b, mode, &result.parameters);
+  ctx.set_sync_batch_norm(sync_batch_norm);
   Value* logits = net.Build(ctx, images);
   Value* loss_value = loss.build(ctx.Child("loss"), logits, labels);
   Value* correct = mode == Mode::kEval ? ctx.Op1("AccuracyCount", {logits, labels}) : nullptr;
@@ -67,31 +74,70 @@ Model::Model(LayerPtr net, Loss loss, Momentum optimizer, ModelOptions options)
       options_(std::move(options)) {}
 
 absl::Status Model::Compile() {
-  if (train_ != nullptr) return absl::OkStatus();
+  if (train_.executor != nullptr) return absl::OkStatus();
   if (options_.num_threads > 0) SetNumThreads(options_.num_threads);
-  LS_ASSIGN_OR_RETURN(NetGraph net, BuildNetGraph(*net_, loss_, Mode::kTrain, options_.batch_size,
-                                                  options_.image_shape));
-  CompileOptions compile{.autodiff =
-                             AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale}};
-  const ApplyOptimizerOptions update{.momentum = optimizer_.momentum,
-                                     .weight_decay = optimizer_.weight_decay,
-                                     .nesterov = optimizer_.nesterov};
-  compile.after_autodiff.push_back([update] { return CreateApplyOptimizerPass(update); });
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
-                      ::lockstep::Compile(std::move(net.graph), compile));
-  LS_ASSIGN_OR_RETURN(images_, executor->Input("images"));
-  LS_ASSIGN_OR_RETURN(labels_, executor->Input("labels"));
-  LS_ASSIGN_OR_RETURN(lr_, executor->Input("lr"));
-  LS_ASSIGN_OR_RETURN(loss_value_, executor->Output("loss"));
-  train_ = std::move(executor);
-  parameters_ = std::move(net.parameters);
-  return InitializeVariables();
+  if (options_.accumulation_steps < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("accumulation_steps must be at least 1, got ",
+                                                   options_.accumulation_steps));
+  }
+  LS_ASSIGN_OR_RETURN(train_, CompileStepGraph(/*updates=*/true, nullptr));
+  if (options_.accumulation_steps > 1) {
+    LS_ASSIGN_OR_RETURN(micro_, CompileStepGraph(/*updates=*/false, train_.executor.get()));
+  }
+  LS_RETURN_IF_ERROR(InitializeVariables());
+  return data_parallel() ? SynchronizeReplicas() : absl::OkStatus();
+}
+
+// The pipeline after Autodiff: accumulation (when on), then in the updating graph the
+// data-parallel AllReduce (when on) and the optimizer.
+absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates,
+                                                         const Executor* share_with) {
+  LS_ASSIGN_OR_RETURN(NetGraph net,
+                      BuildNetGraph(*net_, loss_, Mode::kTrain, options_.batch_size,
+                                    options_.image_shape, options_.parallel.sync_batch_norm));
+  CompileOptions compile{.autodiff = AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale},
+                         .share_buffers_with = share_with};
+  if (options_.accumulation_steps > 1) {
+    const MicroBatch role = updates ? MicroBatch::kLast : MicroBatch::kAccumulate;
+    compile.after_autodiff.push_back([role] { return CreateAccumulateGradientsPass(role); });
+  }
+  if (updates && data_parallel()) {
+    const parallel::ParallelOptions parallel = options_.parallel;
+    compile.after_autodiff.push_back(
+        [parallel] { return parallel::CreateInsertAllReducePass(parallel.gradients_mean); });
+    compile.after_autodiff.push_back(
+        [parallel] { return parallel::CreateFuseAllReducePass(parallel); });
+  }
+  if (updates) {
+    const ApplyOptimizerOptions update{.momentum = optimizer_.momentum,
+                                       .weight_decay = optimizer_.weight_decay,
+                                       .nesterov = optimizer_.nesterov,
+                                       .accumulation_steps = options_.accumulation_steps};
+    compile.after_autodiff.push_back([update] { return CreateApplyOptimizerPass(update); });
+  }
+  StepGraph step;
+  LS_ASSIGN_OR_RETURN(step.executor, ::lockstep::Compile(std::move(net.graph), compile));
+  LS_ASSIGN_OR_RETURN(step.images, step.executor->Input("images"));
+  LS_ASSIGN_OR_RETURN(step.labels, step.executor->Input("labels"));
+  LS_ASSIGN_OR_RETURN(step.loss, step.executor->Output("loss"));
+  LS_ASSIGN_OR_RETURN(step.control, step.executor->Input(updates ? "lr" : kAccumulateBetaInput));
+  if (updates) parameters_ = std::move(net.parameters);
+  return step;
+}
+
+// Every rank compiled the same graph and starts from the same parameters and state.
+absl::Status Model::SynchronizeReplicas() const {
+  LS_ASSIGN_OR_RETURN(parallel::CommGroup * group,
+                      parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+  const Executor& executor = *train_.executor;
+  return parallel::SynchronizeReplicas(*group->communicator, Fingerprint(executor.graph()),
+                                       {executor.parameters(), executor.state()});
 }
 
 // Parameter i draws from Philox stream i of the seed; moments start at zero.
 absl::Status Model::InitializeVariables() {
   for (size_t i = 0; i < parameters_.size(); ++i) {
-    LS_ASSIGN_OR_RETURN(Tensor value, train_->Input(parameters_[i].name));
+    LS_ASSIGN_OR_RETURN(Tensor value, train_.executor->Input(parameters_[i].name));
     parameters_[i].init.Fill(Philox(options_.seed, i), value);
   }
   return absl::OkStatus();
@@ -123,12 +169,17 @@ absl::Status Model::CheckBatch(const Batch& batch, bool training) const {
 absl::StatusOr<double> Model::TrainStep(const Batch& batch) {
   LS_RETURN_IF_ERROR(Compile());
   LS_RETURN_IF_ERROR(CheckBatch(batch, /*training=*/true));
-  images_.CopyFrom(batch.images);
-  labels_.CopyFrom(batch.labels);
-  *lr_.data<float>() = static_cast<float>(optimizer_.lr(global_step_));
-  LS_RETURN_IF_ERROR(train_->Run());
-  ++global_step_;
-  return static_cast<double>(*loss_value_.data<float>());
+  const bool updates = micro_step_ + 1 == options_.accumulation_steps;
+  StepGraph& step = updates ? train_ : micro_;
+  step.images.CopyFrom(batch.images);
+  step.labels.CopyFrom(batch.labels);
+  *step.control.data<float>() = updates ? static_cast<float>(optimizer_.lr(global_step_))
+                                : micro_step_ == 0 ? 0.0f
+                                                   : 1.0f;
+  LS_RETURN_IF_ERROR(step.executor->Run());
+  micro_step_ = updates ? 0 : micro_step_ + 1;
+  if (updates) ++global_step_;
+  return static_cast<double>(*step.loss.data<float>());
 }
 
 absl::StatusOr<Executor*> Model::EvalExecutor(int64_t batch_size) {
@@ -138,7 +189,7 @@ absl::StatusOr<Executor*> Model::EvalExecutor(int64_t batch_size) {
                       BuildNetGraph(*net_, loss_, Mode::kEval, batch_size, options_.image_shape));
   LS_ASSIGN_OR_RETURN(
       std::unique_ptr<Executor> executor,
-      ::lockstep::Compile(std::move(net.graph), {.share_buffers_with = train_.get()}));
+      ::lockstep::Compile(std::move(net.graph), {.share_buffers_with = train_.executor.get()}));
   return (eval_[batch_size] = std::move(executor)).get();
 }
 
@@ -173,6 +224,7 @@ absl::StatusOr<EvalResult> Model::Eval(DataSource& data) {
     result.samples += n;
   }
   if (result.samples == 0) return absl::InvalidArgumentError("evaluation data has no samples");
+  result.correct = correct;
   result.accuracy = static_cast<double>(correct) / static_cast<double>(result.samples);
   result.loss = loss_sum / static_cast<double>(result.samples);
   return result;
@@ -186,9 +238,10 @@ absl::Status Model::Train(int64_t epochs, DataSource& data, const Callbacks& cal
 }
 
 absl::Status Model::RunEpoch(DataSource& data, const Callbacks& callbacks) {
-  EpochInfo epoch{.epoch = epochs_done_ + 1};
+  EpochInfo epoch{.epoch = epochs_done_ + 1, .first_step = start_batch_};
   const Clock::time_point epoch_start = Clock::now();
-  LS_RETURN_IF_ERROR(data.Reset(epochs_done_));
+  LS_RETURN_IF_ERROR(data.ResetAt(epochs_done_, start_batch_));
+  start_batch_ = 0;
   LS_RETURN_IF_ERROR(
       ForEach(callbacks, [&](Callback& c) { return c.OnEpochBegin(*this, epoch.epoch); }));
   double loss_sum = 0.0;
@@ -197,7 +250,7 @@ absl::Status Model::RunEpoch(DataSource& data, const Callbacks& callbacks) {
     LS_ASSIGN_OR_RETURN(bool more, data.Next(&batch));
     if (!more) break;
     StepInfo step{.epoch = epoch.epoch,
-                  .step = epoch.steps + 1,
+                  .step = epoch.first_step + epoch.steps + 1,
                   .global_step = global_step_ + 1,
                   .batch_size = batch.images.defined() ? batch.images.dim(0) : 0,
                   .lr = optimizer_.lr(global_step_)};
@@ -219,13 +272,21 @@ absl::Status Model::RunEpoch(DataSource& data, const Callbacks& callbacks) {
   return ForEach(callbacks, [&](Callback& c) { return c.OnEpochEnd(*this, epoch); });
 }
 
+void Model::SetTrainPosition(int64_t global_step, int64_t epochs_done, int64_t start_batch) {
+  global_step_ = global_step;
+  epochs_done_ = epochs_done;
+  start_batch_ = start_batch;
+}
+
 absl::StatusOr<Tensor> Model::Variable(absl::string_view name) const {
-  if (train_ == nullptr) return absl::FailedPreconditionError("the model is not compiled yet");
-  const Node* input = train_->graph().FindInput(name);
+  if (train_.executor == nullptr) {
+    return absl::FailedPreconditionError("the model is not compiled yet");
+  }
+  const Node* input = train_.executor->graph().FindInput(name);
   if (input == nullptr || input->role() == InputRole::kData) {
     return absl::NotFoundError(absl::StrCat("the model has no parameter or state '", name, "'"));
   }
-  return train_->Input(name);
+  return train_.executor->Input(name);
 }
 
 }  // namespace lockstep::train

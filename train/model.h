@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/executor.h"
+#include "parallel/options.h"
 #include "train/callbacks.h"
 #include "train/data.h"
 #include "train/layers.h"
@@ -31,12 +32,17 @@ struct ModelOptions {
   Shape image_shape = {3, 224, 224};  // (C, H, W)
   uint64_t seed = 0;                  // parameter initialisation
   int num_threads = 0;                // OpenMP threads for the kernels; 0 keeps the setting
+  // Data parallel over the world communicator (parallel::Init); batch_size is per rank.
+  parallel::ParallelOptions parallel;
+  // Micro-batches whose gradients are summed before one update (and one AllReduce).
+  int64_t accumulation_steps = 1;
 };
 
 struct EvalResult {
   double accuracy = 0.0;
   double loss = 0.0;  // mean over samples
   int64_t samples = 0;
+  int64_t correct = 0;  // samples whose top class is the label
 };
 
 struct BatchResult {
@@ -52,7 +58,8 @@ struct NetGraph {
   std::vector<ParameterSpec> parameters;
 };
 absl::StatusOr<NetGraph> BuildNetGraph(const Layer& net, const Loss& loss, Mode mode,
-                                       int64_t batch_size, const Shape& image_shape);
+                                       int64_t batch_size, const Shape& image_shape,
+                                       bool sync_batch_norm = false);
 // Elements of the trainable parameters (state such as running statistics not counted).
 int64_t CountParameters(const std::vector<ParameterSpec>& specs);
 
@@ -76,12 +83,27 @@ class Model {
   absl::StatusOr<Tensor> Variable(absl::string_view name) const;
   const std::vector<ParameterSpec>& parameters() const { return parameters_; }
   // The training executor (null before Compile), e.g. to profile it.
-  Executor* train_executor() const { return train_.get(); }
+  Executor* train_executor() const { return train_.executor.get(); }
   int64_t global_step() const { return global_step_; }
   int64_t epochs_done() const { return epochs_done_; }
+  // Where training continues (a resumed checkpoint): the steps and epochs done, and the batches
+  // of the next epoch already trained, at which Train starts that epoch.
+  void SetTrainPosition(int64_t global_step, int64_t epochs_done, int64_t start_batch);
   const ModelOptions& options() const { return options_; }
 
  private:
+  // One compiled training graph and views of its per-step inputs and its loss. With gradient
+  // accumulation there are two: the micro-batch graph and the last one, which updates.
+  struct StepGraph {
+    std::unique_ptr<Executor> executor;
+    Tensor images, labels, loss;
+    Tensor control;  // "lr" in the updating graph, "accumulate_beta" in the micro-batch one
+  };
+  absl::StatusOr<StepGraph> CompileStepGraph(bool updates, const Executor* share_with);
+  bool data_parallel() const {
+    return options_.parallel.mode == parallel::ParallelMode::kDataParallel;
+  }
+  absl::Status SynchronizeReplicas() const;
   absl::Status CheckBatch(const Batch& batch, bool training) const;
   absl::StatusOr<Executor*> EvalExecutor(int64_t batch_size);
   absl::Status RunEpoch(DataSource& data, const Callbacks& callbacks);
@@ -92,11 +114,13 @@ class Model {
   Momentum optimizer_;
   ModelOptions options_;
   std::vector<ParameterSpec> parameters_;
-  std::unique_ptr<Executor> train_;
-  Tensor images_, labels_, lr_, loss_value_;           // views into the training executor
+  StepGraph train_;                                    // updates the parameters
+  StepGraph micro_;                                    // accumulates (accumulation_steps > 1)
   std::map<int64_t, std::unique_ptr<Executor>> eval_;  // by batch size
+  int64_t micro_step_ = 0;                             // micro-batches since the last update
   int64_t global_step_ = 0;
   int64_t epochs_done_ = 0;
+  int64_t start_batch_ = 0;  // of the next epoch
 };
 
 }  // namespace lockstep::train

@@ -1,6 +1,9 @@
 #include "train/models.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "core/logging.h"
 
 namespace lockstep::train::models {
 
@@ -21,19 +24,17 @@ LayerPtr LeNet5(int64_t num_classes, int64_t in_channels) {
   return net;
 }
 
-LayerPtr ResNet(BlockKind kind, const std::array<int, 4>& blocks, int64_t num_classes,
-                const ResNetOptions& options) {
+namespace {
+
+// Stages "layer1", "layer2", ... of blocks[i] blocks with base_planes << i planes (stride 2 from
+// the second stage on), then global average pooling and the dense classifier.
+void AddStagesAndHead(Sequential& net, BlockKind kind, const std::vector<int>& blocks,
+                      int64_t base_planes, int64_t num_classes, const ResNetOptions& options) {
   const bool bottleneck = kind == BlockKind::kBottleneck;
   const int64_t expansion = bottleneck ? kBottleneckExpansion : 1;
-  auto net = std::make_shared<Sequential>();
-  net->Add("conv1", std::make_shared<Conv2d>(options.in_channels, 64, 7,
-                                             Conv2dOptions{.stride = 2, .padding = 3}))
-      .Add("bn1", std::make_shared<BatchNorm2d>(64))
-      .Add("relu", std::make_shared<ReLU>())
-      .Add("maxpool", std::make_shared<MaxPool2d>(3, 2, 1));
-  int64_t channels = 64;
-  for (int stage = 0; stage < 4; ++stage) {
-    const int64_t planes = int64_t{64} << stage;
+  int64_t channels = base_planes;
+  for (size_t stage = 0; stage < blocks.size(); ++stage) {
+    const int64_t planes = base_planes << stage;
     auto layer = std::make_shared<Sequential>();
     for (int i = 0; i < blocks[stage]; ++i) {
       const int64_t stride = stage > 0 && i == 0 ? 2 : 1;
@@ -41,11 +42,37 @@ LayerPtr ResNet(BlockKind kind, const std::array<int, 4>& blocks, int64_t num_cl
                             : BasicBlock(channels, planes, stride, options.zero_init_residual));
       channels = planes * expansion;
     }
-    net->Add(absl::StrCat("layer", stage + 1), layer);
+    net.Add(absl::StrCat("layer", stage + 1), layer);
   }
-  net->Add("avgpool", std::make_shared<GlobalAvgPool>())
+  net.Add("avgpool", std::make_shared<GlobalAvgPool>())
       .Add("flatten", std::make_shared<Flatten>())
       .Add("fc", std::make_shared<Dense>(channels, num_classes));
+}
+
+}  // namespace
+
+LayerPtr ResNet(BlockKind kind, const std::array<int, 4>& blocks, int64_t num_classes,
+                const ResNetOptions& options) {
+  auto net = std::make_shared<Sequential>();
+  net->Add("conv1", std::make_shared<Conv2d>(options.in_channels, 64, 7,
+                                             Conv2dOptions{.stride = 2, .padding = 3}))
+      .Add("bn1", std::make_shared<BatchNorm2d>(64))
+      .Add("relu", std::make_shared<ReLU>())
+      .Add("maxpool", std::make_shared<MaxPool2d>(3, 2, 1));
+  AddStagesAndHead(*net, kind, {blocks.begin(), blocks.end()}, 64, num_classes, options);
+  return net;
+}
+
+LayerPtr CifarResNet(int depth, int64_t num_classes, const ResNetOptions& options) {
+  LS_CHECK(depth >= 8 && (depth - 2) % 6 == 0)
+      << "CIFAR ResNet depth must be 6n + 2, got " << depth;
+  const int blocks = (depth - 2) / 6;
+  auto net = std::make_shared<Sequential>();
+  net->Add("conv1",
+           std::make_shared<Conv2d>(options.in_channels, 16, 3, Conv2dOptions{.padding = 1}))
+      .Add("bn1", std::make_shared<BatchNorm2d>(16))
+      .Add("relu", std::make_shared<ReLU>());
+  AddStagesAndHead(*net, BlockKind::kBasic, {blocks, blocks, blocks}, 16, num_classes, options);
   return net;
 }
 
@@ -55,6 +82,16 @@ LayerPtr ResNet18(int64_t num_classes, const ResNetOptions& options) {
 
 LayerPtr ResNet50(int64_t num_classes, const ResNetOptions& options) {
   return ResNet(BlockKind::kBottleneck, {3, 4, 6, 3}, num_classes, options);
+}
+
+absl::StatusOr<LayerPtr> ModelByName(absl::string_view name, int64_t num_classes) {
+  if (name == "lenet") return LeNet5(num_classes, 3);
+  if (name == "resnet8") return CifarResNet(8, num_classes);
+  if (name == "resnet20") return CifarResNet(20, num_classes);
+  if (name == "resnet18") return ResNet18(num_classes);
+  if (name == "resnet50") return ResNet50(num_classes);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown model '", name, "' (known: lenet, resnet8, resnet20, resnet18, resnet50)"));
 }
 
 }  // namespace lockstep::train::models

@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdint>
 
+#include "absl/strings/string_view.h"
+#include "core/status.h"
 #include "train/layers.h"
 
 namespace lockstep::train::models {
@@ -32,5 +34,15 @@ LayerPtr ResNet(BlockKind kind, const std::array<int, 4>& blocks, int64_t num_cl
 LayerPtr ResNet18(int64_t num_classes = 1000, const ResNetOptions& options = {});
 // v1.5 (stride on the 3x3 conv): 25,557,032 parameters at 1000 classes.
 LayerPtr ResNet50(int64_t num_classes = 1000, const ResNetOptions& options = {});
+
+// He et al.'s CIFAR ResNets for small (32x32) images: a 3x3 conv stem of 16 channels, three
+// stages of (depth - 2) / 6 basic blocks (16, 32, 64 planes; 1x1 conv shortcuts where the shape
+// changes), global average pooling, dense classifier. depth 8: 78,042 parameters at 10 classes;
+// depth 20: 272,474. `depth` must be 6n + 2 (a programming error otherwise).
+LayerPtr CifarResNet(int depth, int64_t num_classes = 10, const ResNetOptions& options = {});
+
+// The models above by name, for command lines: "lenet", "resnet8", "resnet20", "resnet18",
+// "resnet50" (3-channel inputs). Unknown names fail with the list of known ones.
+absl::StatusOr<LayerPtr> ModelByName(absl::string_view name, int64_t num_classes);
 
 }  // namespace lockstep::train::models

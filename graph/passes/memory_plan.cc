@@ -58,19 +58,23 @@ class MemoryPlanPass : public Pass {
       if (output.kind != OutputKind::kGradient) continue;
       sizes->gradients = sizes->parameters;
       Node* parameter = graph.FindInput(output.name.substr(GradientName("").size()));
-      if (parameter == nullptr || output.value->producer->IsInput()) {
+      // The memory is that of the value the in-place chain (e.g. an AllReduce) started from.
+      Value* storage = InPlaceRoot(output.value);
+      if (parameter == nullptr || storage->producer->IsInput()) {
         return absl::InternalError(
             absl::StrCat("gradient output ", output.name, " does not belong to a parameter"));
       }
-      output.value->alloc = {Region::kGradients, parameter->output()->alloc.offset};
+      storage->alloc = {Region::kGradients, parameter->output()->alloc.offset};
     }
     return absl::OkStatus();
   }
 
+  // Runs after PlaceGradients: outputs written in place take their input's (planned) memory.
   static void PlaceInPlaceOutputs(Graph& graph) {
     for (const auto& node : graph.nodes()) {
-      for (auto [output, input] : node->op->in_place()) {
-        node->outputs[output]->alloc = node->inputs[input]->alloc;
+      for (size_t output = 0; output < node->outputs.size(); ++output) {
+        const int input = node->op->InPlaceInput(static_cast<int>(output));
+        if (input >= 0) node->outputs[output]->alloc = node->inputs[input]->alloc;
       }
     }
   }

@@ -39,5 +39,23 @@ class MomentumKernel : public Kernel {
 
 REGISTER_KERNEL({.op = "Momentum", .create = MakeFactory<MomentumKernel>()});
 
+class AccumulateKernel : public Kernel {
+ public:
+  explicit AccumulateKernel(const Node&) {}
+
+  absl::Status Run(const KernelIO& io) override {
+    const float* accum = io.inputs[0].data<float>();  // any shape
+    const float* grad = io.inputs[1].data<float>();   // same shape as accum
+    const float beta = *io.inputs[2].data<float>();   // []
+    float* new_accum = io.outputs[0].data<float>();   // same memory as accum
+    const int64_t n = io.outputs[0].numel();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) new_accum[i] = beta * accum[i] + grad[i];
+    return absl::OkStatus();
+  }
+};
+
+REGISTER_KERNEL({.op = "Accumulate", .create = MakeFactory<AccumulateKernel>()});
+
 }  // namespace
 }  // namespace lockstep

@@ -26,7 +26,8 @@ class ApplyOptimizerPass : public Pass {
     const Attrs attrs{{"momentum", options_.momentum},
                       {"weight_decay", options_.weight_decay},
                       {"nesterov", options_.nesterov},
-                      {"loss_scale", ctx.autodiff.loss_scale}};
+                      {"loss_scale", ctx.autodiff.loss_scale *
+                                         static_cast<double>(options_.accumulation_steps)}};
     const size_t prefix = GradientName("").size();
     for (const GraphOutput& gradient : gradients) {
       const std::string parameter = gradient.name.substr(prefix);

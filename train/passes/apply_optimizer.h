@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -11,6 +12,9 @@ struct ApplyOptimizerOptions {
   double momentum = 0.9;
   double weight_decay = 0.0;
   bool nesterov = false;
+  // Micro-batches summed into each gradient (gradient accumulation): divided out with the loss
+  // scale, so an update sees the mean gradient of the whole batch.
+  int64_t accumulation_steps = 1;
   // The f32[] data input the caller writes the learning rate into before each step; added
   // when the graph has none.
   std::string lr_input = "lr";

@@ -1,0 +1,69 @@
+#pragma once
+
+// Runs collectives on a thread of its own, in submission order, so that communication
+// overlaps computation (DESIGN.md: "a communication thread on CPU"). One queue per
+// communicator: every rank submits the same collectives in the same order, so the order in
+// which they reach the communicator matches across ranks.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/status.h"
+
+namespace lockstep::parallel {
+
+// The outcome of one submitted collective.
+class CollectiveHandle {
+ public:
+  // Blocks until the collective finished or `timeout` passed. A timeout is a
+  // DeadlineExceeded error naming the collective: a rank died or took another path.
+  absl::Status Wait(std::chrono::milliseconds timeout);
+  bool done() const;
+
+ private:
+  friend class CollectiveQueue;
+  struct State {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+    absl::Status status;
+    std::string label;
+  };
+  std::shared_ptr<State> state_;
+};
+
+class CollectiveQueue {
+ public:
+  CollectiveQueue();
+  ~CollectiveQueue();  // finishes what was submitted, then joins
+  CollectiveQueue(const CollectiveQueue&) = delete;
+  CollectiveQueue& operator=(const CollectiveQueue&) = delete;
+
+  // `label` names the collective in errors ("AllReduce node 'allreduce/fusion_3' (#812)").
+  CollectiveHandle Submit(std::string label, std::function<absl::Status()> collective);
+
+ private:
+  void Loop();
+
+  struct Work {
+    std::function<absl::Status()> run;
+    std::shared_ptr<CollectiveHandle::State> state;
+  };
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Work> pending_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// How long a rank waits for a collective before it gives up: $LOCKSTEP_COLLECTIVE_TIMEOUT_S
+// seconds, 300 by default.
+std::chrono::milliseconds CollectiveTimeout();
+
+}  // namespace lockstep::parallel

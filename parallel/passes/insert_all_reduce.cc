@@ -1,0 +1,48 @@
+#include "graph/op_registry.h"
+#include "parallel/comm_group.h"
+#include "parallel/passes/passes.h"
+
+namespace lockstep::parallel {
+namespace {
+
+// Puts "%g' = AllReduce(%g)" right after the node that produces each parameter gradient, so
+// that it can start as soon as the gradient is ready, and makes %g' the gradient output.
+class InsertAllReducePass : public Pass {
+ public:
+  explicit InsertAllReducePass(bool gradients_mean) : gradients_mean_(gradients_mean) {}
+  absl::string_view name() const override { return "InsertAllReduce"; }
+
+  absl::Status Run(Graph& graph, PassContext&) override {
+    LS_ASSIGN_OR_RETURN(const OpDef* all_reduce, OpRegistry::Global().Find("AllReduce"));
+    bool any = false;
+    for (GraphOutput& output : graph.outputs()) {
+      if (output.kind != OutputKind::kGradient) continue;
+      any = true;
+      Value* gradient = output.value;
+      const Attrs attrs{{"op", std::string(gradients_mean_ ? "avg" : "sum")},
+                        {"group", std::string(kWorldGroup)},
+                        {"fusion", int64_t{0}},
+                        {"bytes", static_cast<int64_t>(gradient->bytes())}};
+      Node* node = graph.InsertNode(graph.PositionOf(gradient->producer) + 1, all_reduce,
+                                    absl::StrCat("allreduce/", output.name), attrs, {gradient},
+                                    {gradient->type});
+      output.value = node->output();
+    }
+    if (!any) {
+      return absl::FailedPreconditionError(
+          "the graph has no parameter gradients to all-reduce: run Autodiff first");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  bool gradients_mean_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> CreateInsertAllReducePass(bool gradients_mean) {
+  return std::make_unique<InsertAllReducePass>(gradients_mean);
+}
+
+}  // namespace lockstep::parallel

@@ -1,0 +1,18 @@
+#pragma once
+
+// The data-parallel passes, run right after Autodiff:
+//   InsertAllReduce: every parameter gradient gets an AllReduce over the group (in place).
+//   FuseAllReduce: those AllReduce nodes are merged into buckets of about fusion_threshold_mb,
+//   each a byte range of the flat gradient buffer, numbered by the "fusion" attribute.
+
+#include <memory>
+
+#include "graph/pass.h"
+#include "parallel/options.h"
+
+namespace lockstep::parallel {
+
+std::unique_ptr<Pass> CreateInsertAllReducePass(bool gradients_mean);
+std::unique_ptr<Pass> CreateFuseAllReducePass(const ParallelOptions& options);
+
+}  // namespace lockstep::parallel

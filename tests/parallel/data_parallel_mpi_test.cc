@@ -1,0 +1,85 @@
+// Data-parallel training under mpirun: the replicas end where one process trained on the whole
+// global batch ends, bit-identical to each other, and a rank with another graph fails fast.
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include "parallel/context.h"
+#include "tests/parallel/replica_training.h"
+
+namespace lockstep::testing {
+namespace {
+
+constexpr int64_t kGlobalBatch = 32;
+constexpr int kSteps = 10;
+
+train::ModelOptions DataParallel(int64_t batch) {
+  return {.batch_size = batch, .parallel = {.mode = parallel::ParallelMode::kDataParallel}};
+}
+
+// Every rank's CRC-32 of the model's flat parameter buffer.
+std::vector<int64_t> ParameterCrcs(const train::Model& model) {
+  const Tensor& parameters = model.train_executor()->parameters();
+  Tensor mine = Tensor::Empty({1}, DType::kI64);
+  mine.data<int64_t>()[0] = static_cast<int64_t>(
+      crc32(0, static_cast<const Bytef*>(parameters.raw_data()), parameters.nbytes()));
+  const parallel::Context& ctx = parallel::CurrentContext();
+  Tensor all = Tensor::Empty({ctx.size()}, DType::kI64);
+  EXPECT_TRUE(ctx.HostWorld()->AllGather(mine, all).ok());
+  return {all.data<int64_t>(), all.data<int64_t>() + ctx.size()};
+}
+
+TEST(DataParallelMpiTest, ReplicasMatchOneProcessOnTheGlobalBatch) {
+  const parallel::Context& ctx = parallel::CurrentContext();
+  ASSERT_EQ(kGlobalBatch % ctx.size(), 0);
+  const int64_t per_rank = kGlobalBatch / ctx.size();
+  const std::vector<train::Batch> batches = GlobalBatches(kSteps, kGlobalBatch);
+
+  train::Model replica = MakeLeNet(DataParallel(per_rank));
+  ASSERT_TRUE(TrainOnRows(replica, batches, ctx.rank() * per_rank, per_rank).ok());
+
+  // The references, computed by every rank on its own: the whole batch at once, and the whole
+  // batch as accumulated micro-batches of the per-rank size.
+  train::Model whole = MakeLeNet({.batch_size = kGlobalBatch});
+  train::Model accumulated = MakeLeNet({.batch_size = per_rank, .accumulation_steps = ctx.size()});
+  ASSERT_TRUE(TrainOnRows(whole, batches, 0, kGlobalBatch).ok());
+  ASSERT_TRUE(TrainOnRows(accumulated, batches, 0, kGlobalBatch).ok());
+  EXPECT_LE(MaxRelativeDifference(replica, whole), 1e-5);
+  EXPECT_LE(MaxRelativeDifference(replica, accumulated), 1e-5);
+
+  const std::vector<int64_t> crcs = ParameterCrcs(replica);
+  for (int rank = 1; rank < ctx.size(); ++rank) {
+    EXPECT_EQ(crcs[rank], crcs[0]) << "rank " << rank << " holds other parameters than rank 0";
+  }
+}
+
+// With SyncBatchNorm the replicas normalise over the global batch, as one process does.
+TEST(DataParallelMpiTest, SyncBatchNormMatchesOneProcessOnTheGlobalBatch) {
+  const parallel::Context& ctx = parallel::CurrentContext();
+  const int64_t per_rank = kGlobalBatch / ctx.size();
+  const std::vector<train::Batch> batches = GlobalBatches(kSteps, kGlobalBatch);
+  train::ModelOptions options = DataParallel(per_rank);
+  options.parallel.sync_batch_norm = true;
+  train::Model replica = MakeBatchNormNet(options);
+  ASSERT_TRUE(TrainOnRows(replica, batches, ctx.rank() * per_rank, per_rank).ok());
+  train::Model whole = MakeBatchNormNet({.batch_size = kGlobalBatch});
+  ASSERT_TRUE(TrainOnRows(whole, batches, 0, kGlobalBatch).ok());
+  EXPECT_LE(MaxRelativeDifference(replica, whole), 1e-5);
+}
+
+TEST(DataParallelMpiTest, ADifferentGraphOnOneRankFailsOnEveryRank) {
+  const parallel::Context& ctx = parallel::CurrentContext();
+  // Rank 1 accumulates two micro-batches: its updating graph adds the accumulators.
+  train::ModelOptions options = DataParallel(4);
+  if (ctx.rank() == 1) options.accumulation_steps = 2;
+  train::Model model = MakeLeNet(options);
+  absl::Status status = model.Compile();
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("the ranks compiled different training graphs"),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("rank 1 has graph fingerprint"), std::string::npos) << status;
+}
+
+}  // namespace
+}  // namespace lockstep::testing

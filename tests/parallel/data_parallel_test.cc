@@ -1,0 +1,102 @@
+// The data-parallel compilation in one process (a world of one): where the AllReduce nodes go,
+// how FuseAllReduce cuts buckets over the gradient buffer, and gradient accumulation.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/allocator.h"
+#include "graph/pass.h"
+#include "tests/parallel/replica_training.h"
+
+namespace lockstep::testing {
+namespace {
+
+using parallel::ParallelMode;
+
+train::ModelOptions DataParallel(parallel::ParallelOptions parallel = {}) {
+  parallel.mode = ParallelMode::kDataParallel;
+  return {.batch_size = 8, .parallel = parallel};
+}
+
+std::vector<const Node*> AllReduceNodes(const train::Model& model) {
+  std::vector<const Node*> nodes;
+  for (const auto& node : model.train_executor()->graph().nodes()) {
+    if (node->op->name() == "AllReduce") nodes.push_back(node.get());
+  }
+  return nodes;
+}
+
+TEST(DataParallelTest, EveryGradientIsReducedOnceInContiguousBuckets) {
+  train::Model model = MakeLeNet(DataParallel({.fusion_threshold_mb = 0.05}));
+  ASSERT_TRUE(model.Compile().ok());
+  const Graph& graph = model.train_executor()->graph();
+  std::vector<const Node*> buckets = AllReduceNodes(model);
+  ASSERT_GT(buckets.size(), 1u);
+  size_t gradients = 0;
+  int64_t bytes = 0;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const Node& node = *buckets[b];
+    EXPECT_EQ(node.attrs.GetInt("fusion"), static_cast<int64_t>(b + 1));
+    EXPECT_EQ(node.attrs.GetString("op"), "avg");
+    // Inputs in memory order, back to back (up to alignment) in the gradient buffer.
+    size_t end = node.inputs[0]->alloc.offset;
+    for (const Value* input : node.inputs) {
+      EXPECT_EQ(input->alloc.region, Region::kGradients) << node.Describe();
+      EXPECT_EQ(input->alloc.offset, AlignUp(end)) << node.Describe();
+      end = input->alloc.offset + input->bytes();
+    }
+    if (node.inputs.size() > 1) {
+      EXPECT_LE(node.attrs.GetInt("bytes"), 0.05 * 1024 * 1024) << node.Describe();
+    }
+    gradients += node.inputs.size();
+    bytes += node.attrs.GetInt("bytes");
+  }
+  EXPECT_EQ(gradients, graph.InputNodes(InputRole::kParameter).size());
+  EXPECT_EQ(static_cast<size_t>(bytes), graph.plan().gradients);
+  // Buckets come in backward order: the first one holds the last parameter's gradient.
+  const Node* last_parameter = graph.InputNodes(InputRole::kParameter).back();
+  EXPECT_EQ(buckets[0]->outputs.back().get(),
+            graph.FindOutput(GradientName(last_parameter->name))->value);
+  EXPECT_NE(DumpGraph(graph).find("fusion=1"), std::string::npos);
+}
+
+TEST(DataParallelTest, SplitIndicesChooseTheBuckets) {
+  train::Model model = MakeLeNet(DataParallel({.all_reduce_fusion_config = {2, 5}}));
+  ASSERT_TRUE(model.Compile().ok());
+  std::vector<const Node*> buckets = AllReduceNodes(model);
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_EQ(buckets[0]->inputs.size(), 2u);
+  EXPECT_EQ(buckets[1]->inputs.size(), 3u);
+
+  train::Model bad = MakeLeNet(DataParallel({.all_reduce_fusion_config = {3, 3}}));
+  absl::Status status = bad.Compile();
+  EXPECT_NE(status.message().find("all_reduce_fusion_config {3, 3} must be increasing split"),
+            std::string::npos)
+      << status;
+}
+
+TEST(DataParallelTest, WorldOfOneTrainsExactlyAsStandAlone) {
+  const std::vector<train::Batch> batches = GlobalBatches(4, 8);
+  train::Model parallel = MakeLeNet(DataParallel());
+  train::Model alone = MakeLeNet({.batch_size = 8});
+  ASSERT_TRUE(TrainOnRows(parallel, batches, 0, 8).ok());
+  ASSERT_TRUE(TrainOnRows(alone, batches, 0, 8).ok());
+  EXPECT_EQ(MaxRelativeDifference(parallel, alone), 0.0);
+}
+
+TEST(DataParallelTest, AccumulatedMicroBatchesMatchOneLargeBatch) {
+  const std::vector<train::Batch> batches = GlobalBatches(10, 32);
+  train::Model accumulated = MakeLeNet({.batch_size = 8, .accumulation_steps = 4});
+  train::Model large = MakeLeNet({.batch_size = 32});
+  ASSERT_TRUE(TrainOnRows(accumulated, batches, 0, 32).ok());
+  ASSERT_TRUE(TrainOnRows(large, batches, 0, 32).ok());
+  EXPECT_EQ(accumulated.global_step(), 10);
+  EXPECT_LE(MaxRelativeDifference(accumulated, large), 1e-5);
+  train::Model initial = MakeLeNet({.batch_size = 32});
+  ASSERT_TRUE(initial.Compile().ok());
+  EXPECT_GT(MaxRelativeDifference(accumulated, initial), 1e-3) << "training moved the parameters";
+}
+
+}  // namespace
+}  // namespace lockstep::testing

@@ -1,0 +1,106 @@
+// Started without mpirun, Init gives a world of one whose collectives are identities.
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/logging.h"
+#include "parallel/context.h"
+
+namespace lockstep::parallel {
+namespace {
+
+Tensor Iota(int64_t count, DType dtype) {
+  Tensor tensor = Tensor::Empty({count}, dtype);
+  for (int64_t i = 0; i < count; ++i) {
+    if (dtype == DType::kF32) {
+      tensor.data<float>()[i] = 0.5f * i;
+    } else {
+      tensor.data<int32_t>()[i] = static_cast<int32_t>(i);
+    }
+  }
+  return tensor;
+}
+
+bool SameBytes(const Tensor& a, const Tensor& b) {
+  return a.nbytes() == b.nbytes() && std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+class WorldOfOneTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) GTEST_SKIP() << "started by mpirun";
+  }
+};
+
+TEST_F(WorldOfOneTest, InitWithoutMpirunIsAWorldOfOne) {
+  Context& ctx = Init(nullptr, nullptr);
+  EXPECT_EQ(&Init(nullptr, nullptr), &ctx);  // idempotent
+  EXPECT_EQ(&CurrentContext(), &ctx);
+  EXPECT_FALSE(ctx.launched_by_mpi());
+  EXPECT_EQ(ctx.rank(), 0);
+  EXPECT_EQ(ctx.size(), 1);
+  EXPECT_EQ(ctx.local_rank(), 0);
+  EXPECT_EQ(ctx.local_size(), 1);
+  std::shared_ptr<Communicator> world = ctx.HostWorld();
+  ASSERT_NE(world, nullptr);
+  EXPECT_STREQ(world->backend(), "self");
+  EXPECT_EQ(world->size(), 1);
+  EXPECT_EQ(LogRank(), -1);  // no rank in log lines
+}
+
+TEST_F(WorldOfOneTest, CollectivesAreIdentities) {
+  Communicator& world = *Init(nullptr, nullptr).HostWorld();
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kAvg}) {
+    Tensor tensor = Iota(6, DType::kF32);
+    ASSERT_TRUE(world.AllReduce(tensor, op).ok()) << ReduceOpName(op);
+    EXPECT_TRUE(SameBytes(tensor, Iota(6, DType::kF32))) << ReduceOpName(op);
+  }
+  Tensor input = Iota(5, DType::kI32);
+  Tensor gathered = Tensor::Zeros({5}, DType::kI32);
+  ASSERT_TRUE(world.AllGather(input, gathered).ok());
+  EXPECT_TRUE(SameBytes(gathered, input));
+  Tensor scattered = Tensor::Zeros({5}, DType::kI32);
+  ASSERT_TRUE(world.ReduceScatter(input, scattered, ReduceOp::kSum).ok());
+  EXPECT_TRUE(SameBytes(scattered, input));
+  ASSERT_TRUE(world.Broadcast(input, 0).ok());
+  EXPECT_TRUE(SameBytes(input, Iota(5, DType::kI32)));
+  EXPECT_TRUE(world.Barrier().ok());
+}
+
+TEST_F(WorldOfOneTest, ChecksArgumentsLikeAnyWorld) {
+  Communicator& world = *Init(nullptr, nullptr).HostWorld();
+  absl::Status status = world.AllGather(Iota(4, DType::kI32), Tensor::Zeros({3}, DType::kI32));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      status.message(),
+      "AllGather: output [3] holds 12 bytes but must hold size() x input = 1 x 16 = 16 bytes");
+  status = world.Broadcast(Iota(4, DType::kI32), 1);
+  EXPECT_EQ(status.message(), "Broadcast: root 1 is not a rank of this world of 1");
+  status = world.AllReduce(Iota(4, DType::kI32), ReduceOp::kAvg);
+  EXPECT_EQ(status.message(), "AllReduce avg needs a floating-point tensor, got i32");
+}
+
+TEST_F(WorldOfOneTest, NoCommunicatorForAMissingDevice) {
+  Context& ctx = Init(nullptr, nullptr);
+  if (ctx.device().type == DeviceType::kCUDA) GTEST_SKIP() << "this machine has a GPU";
+  absl::StatusOr<std::shared_ptr<Communicator>> world = ctx.World(Device::CUDA(0));
+  EXPECT_EQ(world.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(world.status().message().find("no communicator for cuda:0 on rank 0"),
+            absl::string_view::npos)
+      << world.status();
+}
+
+TEST(ReduceOpTest, NamesRoundTrip) {
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kAvg}) {
+    absl::StatusOr<ReduceOp> parsed = ParseReduceOp(ReduceOpName(op));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, op);
+  }
+  absl::StatusOr<ReduceOp> unknown = ParseReduceOp("prod");
+  EXPECT_EQ(unknown.status().message(), "unknown reduce op 'prod'; known: sum, max, min, avg");
+}
+
+}  // namespace
+}  // namespace lockstep::parallel

@@ -1,0 +1,237 @@
+// Checkpoints while training (ModelCheckpoint) and resume: a run stopped after step k and
+// resumed from its newest checkpoint ends with every parameter and state bit for bit equal to an
+// uninterrupted run, for shuffled in-memory data and for the JPEG pipeline with random crops and
+// flips.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "ckpt/manifest.h"
+#include "ckpt/reader.h"
+#include "graph/serialize.h"
+#include "tests/testing/temp_dir.h"
+#include "tests/train/sample_folder.h"
+#include "tests/train/shapes_data.h"
+#include "train/checkpoint_callback.h"
+#include "train/dataset_source.h"
+#include "train/model.h"
+#include "train/passes/apply_optimizer.h"
+
+namespace lockstep::train {
+namespace {
+
+using lockstep::testing::TempDir;
+
+constexpr int64_t kEpochs = 2;
+constexpr int64_t kStepsPerEpoch = 10;  // 40 samples in batches of 4
+constexpr char kPrefix[] = "tiny";
+
+Model TinyModel(uint64_t seed) {
+  const int64_t steps = kEpochs * kStepsPerEpoch;
+  return Model(
+      testing::TinyNet(testing::kSampleClasses), SoftmaxCrossEntropy(),
+      Momentum{.lr = WarmupLr(3, CosineLr(0.1, steps - 3)), .momentum = 0.9, .weight_decay = 1e-4},
+      {.batch_size = 4, .image_shape = {3, 16, 16}, .seed = seed});
+}
+
+// Every parameter and state of the model, by name, as bytes.
+std::map<std::string, std::string> Variables(const Model& model) {
+  std::map<std::string, std::string> bytes;
+  for (const ParameterSpec& spec : model.parameters()) {
+    for (const std::string& name : {spec.name, MomentName(spec.name)}) {
+      absl::StatusOr<Tensor> value = model.Variable(name);
+      if (!value.ok()) continue;  // state has no moment
+      bytes[name] = std::string(static_cast<const char*>(value->raw_data()), value->nbytes());
+    }
+  }
+  return bytes;
+}
+
+// Fails training with Cancelled after global step `stop`, as a killed job would stop.
+class StopAfter : public Callback {
+ public:
+  explicit StopAfter(int64_t stop) : stop_(stop) {}
+  absl::Status OnStepEnd(Model&, const StepInfo& step) override {
+    return step.global_step == stop_ ? absl::CancelledError("stopped") : absl::OkStatus();
+  }
+
+ private:
+  int64_t stop_;
+};
+
+using MakeData = std::function<std::unique_ptr<DataSource>()>;
+
+struct Interruption {
+  int64_t stop_step;
+  ckpt::CheckpointConfig config;
+  int64_t resumed_step;  // of the newest complete checkpoint
+  int64_t resumed_epochs_done;
+};
+
+// Trains uninterrupted, then stopped and resumed from a fresh model of another seed; compares.
+void ExpectResumeIsExact(const MakeData& make_data, const Interruption& run) {
+  SCOPED_TRACE(absl::StrCat("stopped after step ", run.stop_step));
+  Model reference = TinyModel(1);
+  ASSERT_TRUE(reference.Train(kEpochs, *make_data()).ok());
+
+  TempDir dir;
+  ckpt::CheckpointConfig config = run.config;
+  config.directory = dir.path();
+  {
+    Model stopped = TinyModel(1);
+    absl::Status status = stopped.Train(kEpochs, *make_data(),
+                                        {std::make_shared<ModelCheckpoint>(config, kPrefix),
+                                         std::make_shared<StopAfter>(run.stop_step)});
+    ASSERT_TRUE(absl::IsCancelled(status)) << status;
+  }
+  Model resumed = TinyModel(2);
+  absl::StatusOr<bool> found = ResumeFromCheckpoint(resumed, dir.path(), kPrefix);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(*found);
+  EXPECT_EQ(resumed.global_step(), run.resumed_step);
+  EXPECT_EQ(resumed.epochs_done(), run.resumed_epochs_done);
+  absl::Status status = resumed.Train(kEpochs - resumed.epochs_done(), *make_data(),
+                                      {std::make_shared<ModelCheckpoint>(config, kPrefix)});
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(resumed.global_step(), kEpochs * kStepsPerEpoch);
+  EXPECT_EQ(resumed.epochs_done(), kEpochs);
+  const std::map<std::string, std::string> expected = Variables(reference);
+  const std::map<std::string, std::string> actual = Variables(resumed);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (const auto& [name, bytes] : expected) EXPECT_TRUE(actual.at(name) == bytes) << name;
+}
+
+const ckpt::CheckpointConfig kEveryThreeSteps = {.save_checkpoint_steps = 3,
+                                                 .keep_checkpoint_max = 2};
+const ckpt::CheckpointConfig kEveryEpoch = {.save_checkpoint_steps = 0,
+                                            .save_checkpoint_epochs = 1};
+
+TEST(ResumeTest, ShuffledInMemoryDataResumesBitForBit) {
+  testing::ShapeImages shapes = testing::MakeShapeImages(42, 3, 16, 4);
+  const MakeData make_data = [&] {
+    auto source = InMemoryDataSource::Create(
+        shapes.images, shapes.labels,
+        {.batch_size = 4, .shuffle = true, .drop_remainder = true, .seed = 9});
+    EXPECT_TRUE(source.ok());
+    return std::unique_ptr<DataSource>(std::move(*source));
+  };
+  ExpectResumeIsExact(make_data, {7, kEveryThreeSteps, 6, 0});    // mid-epoch
+  ExpectResumeIsExact(make_data, {10, kEveryThreeSteps, 9, 0});   // before the epoch's last batch
+  ExpectResumeIsExact(make_data, {13, kEveryThreeSteps, 12, 1});  // in the second epoch
+  ExpectResumeIsExact(make_data, {14, kEveryEpoch, 10, 1});       // from the first epoch's end
+}
+
+TEST(ResumeTest, JpegPipelineWithRandomTransformsResumesBitForBit) {
+  testing::SampleFolder folder;
+  const MakeData make_data = [&] {
+    return std::make_unique<DatasetSource>(testing::SamplePipeline(folder.train(), 4, true));
+  };
+  ExpectResumeIsExact(make_data, {14, kEveryThreeSteps, 12, 1});
+}
+
+// A step saved at the epoch's last batch is saved again as the epoch's end, so that a resume
+// starts the next epoch.
+TEST(ResumeTest, EpochEndOfASavedStepResumesAtTheNextEpoch) {
+  testing::ShapeImages shapes = testing::MakeShapeImages(40, 3, 16, 4);
+  auto data = InMemoryDataSource::Create(shapes.images, shapes.labels,
+                                         {.batch_size = 4, .drop_remainder = true});
+  ASSERT_TRUE(data.ok());
+  TempDir dir;
+  Model model = TinyModel(1);
+  ASSERT_TRUE(model
+                  .Train(1, **data,
+                         {std::make_shared<ModelCheckpoint>(
+                             ckpt::CheckpointConfig{.save_checkpoint_steps = 5,
+                                                    .keep_checkpoint_max = 0,
+                                                    .directory = dir.path()},
+                             kPrefix)})
+                  .ok());
+  absl::StatusOr<ckpt::CheckpointData> last = ckpt::ReadCheckpoint(dir.Join("tiny_0-1_10.ckpt"));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(*last->Int64Scalar(kDataEpochName), 1);
+  EXPECT_EQ(*last->Int64Scalar(kDataBatchName), 0);
+  Model resumed = TinyModel(1);
+  ASSERT_TRUE(ResumeFromCheckpoint(resumed, dir.path(), kPrefix).value_or(false));
+  EXPECT_EQ(resumed.epochs_done(), 1);
+  EXPECT_EQ(resumed.global_step(), 10);
+}
+
+TEST(ResumeTest, CheckpointHoldsEveryVariableTheStepAndTheDataPosition) {
+  testing::ShapeImages shapes = testing::MakeShapeImages(40, 3, 16, 4);
+  auto data = InMemoryDataSource::Create(shapes.images, shapes.labels,
+                                         {.batch_size = 4, .drop_remainder = true});
+  ASSERT_TRUE(data.ok());
+  TempDir dir;
+  Model model = TinyModel(1);
+  auto checkpoint = std::make_shared<ModelCheckpoint>(
+      ckpt::CheckpointConfig{
+          .save_checkpoint_steps = 4, .keep_checkpoint_max = 1, .directory = dir.path()},
+      kPrefix);
+  ASSERT_TRUE(model.Train(1, **data, {checkpoint, std::make_shared<StopAfter>(8)}).code() ==
+              absl::StatusCode::kCancelled);
+  // Step 8 is kept, step 4 pruned with its manifest; the graph is saved once.
+  EXPECT_FALSE(std::filesystem::exists(dir.Join("tiny_0-1_4.ckpt")));
+  EXPECT_FALSE(std::filesystem::exists(dir.Join("tiny-1_4.manifest")));
+  EXPECT_TRUE(std::filesystem::exists(dir.Join("tiny_0-1_8.ckpt")));
+  EXPECT_TRUE(std::filesystem::exists(dir.Join("tiny-1_8.manifest")));
+  EXPECT_TRUE(std::filesystem::exists(dir.Join("tiny_0-graph.meta")));
+  absl::StatusOr<ckpt::proto::Manifest> manifest = ckpt::LatestCompleteStep(dir.path(), kPrefix);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  EXPECT_EQ(manifest->global_step(), 8);
+  EXPECT_EQ(manifest->world_size(), 1);
+  EXPECT_EQ(manifest->graph_fingerprint(), Fingerprint(model.train_executor()->graph()));
+
+  absl::StatusOr<ckpt::CheckpointData> file = ckpt::ReadCheckpoint(dir.Join("tiny_0-1_8.ckpt"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (const char* name :
+       {"conv.weight", "bn.gamma", "bn.beta", "bn.moving_mean", "bn.moving_variance", "fc.weight",
+        "fc.bias", "moments.conv.weight", "moments.bn.gamma", "moments.fc.bias"}) {
+    const ckpt::Entry* entry = file->Find(name);
+    ASSERT_NE(entry, nullptr) << name;
+    absl::StatusOr<Tensor> variable = model.Variable(name);
+    ASSERT_TRUE(variable.ok()) << name;
+    EXPECT_EQ(entry->shape, variable->shape()) << name;
+    EXPECT_TRUE(entry->content ==
+                std::string(static_cast<const char*>(variable->raw_data()), variable->nbytes()))
+        << name;
+  }
+  EXPECT_EQ(*file->Int64Scalar(ckpt::kEpochName), 1);
+  EXPECT_EQ(*file->Int64Scalar(ckpt::kStepName), 8);
+  EXPECT_EQ(*file->Int64Scalar(kDataEpochName), 0);
+  EXPECT_EQ(*file->Int64Scalar(kDataBatchName), 8);
+}
+
+TEST(ResumeTest, NothingToResumeLeavesTheModelAsItWas) {
+  TempDir dir;
+  Model model = TinyModel(1);
+  absl::StatusOr<bool> found = ResumeFromCheckpoint(model, dir.path(), kPrefix);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_FALSE(*found);
+  EXPECT_EQ(model.global_step(), 0);
+  EXPECT_EQ(model.epochs_done(), 0);
+}
+
+TEST(ResumeTest, ACheckpointOfAnotherModelIsAClearError) {
+  testing::ShapeImages shapes = testing::MakeShapeImages(8, 3, 16, 4);
+  auto data = InMemoryDataSource::Create(shapes.images, shapes.labels, {.batch_size = 4});
+  ASSERT_TRUE(data.ok());
+  TempDir dir;
+  Model small = TinyModel(1);
+  ASSERT_TRUE(small
+                  .Train(1, **data,
+                         {std::make_shared<ModelCheckpoint>(
+                             ckpt::CheckpointConfig{.directory = dir.path()}, kPrefix)})
+                  .ok());
+  Model other(testing::TinyNet(3), SoftmaxCrossEntropy(), Momentum{},
+              {.batch_size = 4, .image_shape = {3, 16, 16}});
+  absl::StatusOr<bool> found = ResumeFromCheckpoint(other, dir.path(), kPrefix);
+  ASSERT_FALSE(found.ok());
+  EXPECT_NE(found.status().message().find("fc.weight"), std::string::npos) << found.status();
+}
+
+}  // namespace
+}  // namespace lockstep::train

@@ -1,0 +1,47 @@
+#include "tests/train/sample_folder.h"
+
+#include <gtest/gtest.h>
+
+#include "core/logging.h"
+#include "dataset/image_folder.h"
+#include "dataset/sample_dataset.h"
+#include "dataset/transforms.h"
+
+namespace lockstep::train::testing {
+
+SampleFolder::SampleFolder() {
+  absl::Status written = dataset::WriteSampleDataset(
+      dir_.path(),
+      {.seed = 7, .train_per_class = 4, .val_per_class = 2, .height = 20, .width = 20});
+  EXPECT_TRUE(written.ok()) << written;
+}
+
+dataset::Dataset SamplePipeline(const std::string& root, int64_t batch, bool augment,
+                                int num_shards, int shard_id) {
+  absl::StatusOr<dataset::Dataset> folder = dataset::ImageFolder(root, {.shuffle = augment,
+                                                                        .num_shards = num_shards,
+                                                                        .shard_id = shard_id,
+                                                                        .uneven_tail = !augment,
+                                                                        .seed = 5});
+  LS_CHECK(folder.ok()) << folder.status();
+  dataset::TransformPtr crop =
+      augment ? dataset::RandomCrop(kSampleImageSize, 2) : dataset::CenterCrop(kSampleImageSize);
+  std::vector<dataset::TransformPtr> steps = {dataset::Decode(), crop};
+  if (augment) steps.push_back(dataset::RandomHorizontalFlip());
+  steps.push_back(dataset::Normalize({127.5f}, {127.5f}));
+  steps.push_back(dataset::HWC2CHW());
+  return folder->Map(steps).Batch(batch, /*drop_remainder=*/augment).Workers(2);
+}
+
+LayerPtr TinyNet(int64_t classes) {
+  auto net = std::make_shared<Sequential>();
+  net->Add("conv", std::make_shared<Conv2d>(3, 8, 3, Conv2dOptions{.padding = 1}))
+      .Add("bn", std::make_shared<BatchNorm2d>(8))
+      .Add("relu", std::make_shared<ReLU>())
+      .Add("pool", std::make_shared<MaxPool2d>(2, 2))
+      .Add("flatten", std::make_shared<Flatten>())
+      .Add("fc", std::make_shared<Dense>(0, classes));
+  return net;
+}
+
+}  // namespace lockstep::train::testing

@@ -1,0 +1,169 @@
+#include "train/checkpoint_callback.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_join.h"
+#include "ckpt/naming.h"
+#include "graph/serialize.h"
+#include "parallel/context.h"
+#include "train/model.h"
+#include "train/passes/apply_optimizer.h"
+
+namespace lockstep::train {
+namespace {
+
+// What each rank tells the others after its save: (ok, bytes, crc32).
+constexpr int64_t kRecordFields = 3;
+
+std::shared_ptr<parallel::Communicator> WorldOrDefault(
+    std::shared_ptr<parallel::Communicator> world) {
+  return world != nullptr ? std::move(world) : parallel::CurrentContext().HostWorld();
+}
+
+absl::Status CheckCompiled(const Model& model) {
+  if (model.train_executor() == nullptr) {
+    return absl::FailedPreconditionError("checkpointing a model that is not compiled yet");
+  }
+  return absl::OkStatus();
+}
+
+// Views of every parameter and state input of the training graph, by name, and the data
+// position's scalars.
+absl::StatusOr<ckpt::RankState> ModelState(const Model& model) {
+  LS_RETURN_IF_ERROR(CheckCompiled(model));
+  ckpt::RankState state;
+  const Graph& graph = model.train_executor()->graph();
+  for (InputRole role : {InputRole::kParameter, InputRole::kState}) {
+    for (const Node* input : graph.InputNodes(role)) {
+      LS_ASSIGN_OR_RETURN(Tensor tensor, model.Variable(input->name));
+      state.tensors.push_back({input->name, std::move(tensor)});
+    }
+  }
+  state.scalars = {{kDataEpochName, 0}, {kDataBatchName, 0}};
+  return state;
+}
+
+// State inputs that are not optimizer moments: per-rank batch-norm running statistics, which
+// differ across ranks unless batch norm is synchronised.
+std::vector<std::string> RankLocalState(const Model& model, int world_size) {
+  if (world_size == 1 || model.options().parallel.sync_batch_norm) return {};
+  std::set<std::string> moments;
+  for (const ParameterSpec& spec : model.parameters()) moments.insert(MomentName(spec.name));
+  std::vector<std::string> local;
+  for (const Node* input : model.train_executor()->graph().InputNodes(InputRole::kState)) {
+    if (!moments.contains(input->name)) local.push_back(input->name);
+  }
+  return local;
+}
+
+}  // namespace
+
+ModelCheckpoint::ModelCheckpoint(ckpt::CheckpointConfig config, std::string prefix,
+                                 std::shared_ptr<parallel::Communicator> world)
+    : world_(WorldOrDefault(std::move(world))),
+      prefix_(std::move(prefix)),
+      manager_(std::move(config), prefix_, world_->rank(), world_->size()) {}
+
+absl::Status ModelCheckpoint::OnTrainBegin(Model& model) {
+  if (!fingerprint_.empty()) return absl::OkStatus();
+  LS_RETURN_IF_ERROR(CheckCompiled(model));
+  const Graph& graph = model.train_executor()->graph();
+  rank_local_ = RankLocalState(model, world_->size());
+  LS_RETURN_IF_ERROR(manager_.SaveGraphMeta(ToProto(graph)));
+  fingerprint_ = Fingerprint(graph);
+  return absl::OkStatus();
+}
+
+absl::Status ModelCheckpoint::OnStepEnd(Model& model, const StepInfo& step) {
+  if (!manager_.ShouldSave(step.global_step, step.epoch, /*epoch_end=*/false)) {
+    return absl::OkStatus();
+  }
+  return Save(model, step.epoch, step.step, step.epoch - 1, step.step);
+}
+
+absl::Status ModelCheckpoint::OnEpochEnd(Model& model, const EpochInfo& epoch) {
+  // A step saved at the epoch's last batch is saved again as the epoch's end: resuming from it
+  // then starts the next epoch instead of reading this one to its end.
+  const bool saved_last_step = last_saved_step_ == model.global_step();
+  if (!saved_last_step &&
+      !manager_.ShouldSave(model.global_step(), epoch.epoch, /*epoch_end=*/true)) {
+    return absl::OkStatus();
+  }
+  return Save(model, epoch.epoch, epoch.first_step + epoch.steps, epoch.epoch, 0);
+}
+
+absl::Status ModelCheckpoint::Save(Model& model, int64_t epoch, int64_t step_in_epoch,
+                                   int64_t data_epoch, int64_t data_batch) {
+  LS_RETURN_IF_ERROR(OnTrainBegin(model));
+  LS_ASSIGN_OR_RETURN(ckpt::RankState state, ModelState(model));
+  state.epoch = epoch;
+  state.global_step = model.global_step();
+  state.step_in_epoch = step_in_epoch;
+  state.scalars = {{kDataEpochName, data_epoch}, {kDataBatchName, data_batch}};
+  absl::StatusOr<ckpt::WrittenFile> written =
+      manager_.SavesOnThisRank() ? manager_.Save(state) : ckpt::WrittenFile{};
+  LS_RETURN_IF_ERROR(CommitOnRankZero(state, written));
+  last_saved_step_ = state.global_step;
+  return absl::OkStatus();
+}
+
+absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
+                                               const absl::StatusOr<ckpt::WrittenFile>& written) {
+  const int ranks = world_->size();
+  Tensor record = Tensor::Empty({kRecordFields}, DType::kI64);
+  record.data<int64_t>()[0] = written.ok();
+  record.data<int64_t>()[1] = written.ok() ? static_cast<int64_t>(written->bytes) : 0;
+  record.data<int64_t>()[2] = written.ok() ? written->crc32 : 0;
+  Tensor records = Tensor::Empty({ranks, kRecordFields}, DType::kI64);
+  LS_RETURN_IF_ERROR(Annotate(world_->AllGather(record, records),
+                              absl::StrCat("gathering checkpoint step ", state.global_step)));
+  LS_RETURN_IF_ERROR(written.status());
+  const int64_t* all = records.data<int64_t>();
+  std::vector<int> failed;
+  for (int rank = 0; rank < ranks; ++rank) {
+    if (all[rank * kRecordFields] == 0) failed.push_back(rank);
+  }
+  if (!failed.empty()) {
+    return absl::AbortedError(absl::StrCat("checkpoint step ", state.global_step,
+                                           " failed on rank(s) ", absl::StrJoin(failed, ", ")));
+  }
+  // Rank 0 commits; the others wait for its outcome, so no rank runs ahead of the manifest.
+  absl::Status committed;
+  if (world_->rank() == 0) {
+    std::vector<ckpt::WrittenFile> files;
+    const int saving_ranks = manager_.config().all_ranks ? ranks : 1;
+    for (int rank = 0; rank < saving_ranks; ++rank) {
+      files.push_back({ckpt::CheckpointFileName(prefix_, rank, state.epoch, state.step_in_epoch),
+                       static_cast<uint64_t>(all[rank * kRecordFields + 1]),
+                       static_cast<uint32_t>(all[rank * kRecordFields + 2])});
+    }
+    committed = manager_.Commit(state, files, fingerprint_, rank_local_);
+  }
+  Tensor outcome = Tensor::Empty({1}, DType::kI64);
+  *outcome.data<int64_t>() = committed.ok();
+  LS_RETURN_IF_ERROR(world_->Broadcast(outcome, /*root=*/0));
+  LS_RETURN_IF_ERROR(committed);
+  if (*outcome.data<int64_t>() == 0) {
+    return absl::AbortedError(
+        absl::StrCat("rank 0 failed to commit checkpoint step ", state.global_step));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& directory,
+                                          const std::string& prefix,
+                                          std::shared_ptr<parallel::Communicator> world) {
+  world = WorldOrDefault(std::move(world));
+  LS_RETURN_IF_ERROR(model.Compile());
+  const ckpt::CheckpointManager manager({.directory = directory}, prefix, world->rank(),
+                                        world->size());
+  LS_ASSIGN_OR_RETURN(ckpt::RankState state, ModelState(model));
+  LS_ASSIGN_OR_RETURN(bool found, manager.Resume(&state));
+  if (!found) return false;
+  model.SetTrainPosition(state.global_step, state.scalars.at(kDataEpochName),
+                         state.scalars.at(kDataBatchName));
+  return true;
+}
+
+}  // namespace lockstep::train

@@ -1,0 +1,39 @@
+#pragma once
+
+// The ImageFolder (or MNIST) pipeline behind Model::Train and Model::Eval: a batched
+// dataset::Dataset read one epoch per Reset.
+//
+//   LS_ASSIGN_OR_RETURN(dataset::Dataset train, dataset::ImageFolder(dir, {.shuffle = true}));
+//   DatasetSource source(train.Map({...}).Batch(32, /*drop_remainder=*/true));
+//   LS_RETURN_IF_ERROR(model.Train(10, source));
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "dataset/dataset.h"
+#include "train/data.h"
+
+namespace lockstep::train {
+
+class DatasetSource : public DataSource {
+ public:
+  // `dataset` must end in (N, C, H, W) float32 images (HWC2CHW) and must not Repeat: each Reset
+  // runs one epoch.
+  explicit DatasetSource(dataset::Dataset dataset) : dataset_(std::move(dataset)) {}
+
+  // Starts the pipeline's workers at `epoch`, whose sample order and random transforms are a
+  // function of (seed, epoch) alone.
+  absl::Status Reset(int64_t epoch) override;
+  absl::StatusOr<bool> Next(Batch* batch) override;
+
+  const dataset::Dataset& dataset() const { return dataset_; }
+  // The running epoch's counters (images/s, queue depth, skipped files); zeros before Reset.
+  dataset::PipelineStats Stats() const;
+
+ private:
+  dataset::Dataset dataset_;
+  std::unique_ptr<dataset::Iterator> iterator_;
+};
+
+}  // namespace lockstep::train
