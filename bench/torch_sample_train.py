@@ -112,6 +112,7 @@ def main():
         print(f"epoch {ep + 1} loss {loss.item():.4f} val_acc {correct / len(va):.4f} "
               f"elapsed_s {time.perf_counter() - t0:.1f}", flush=True)
     print(f"torch {a.arch} epochs={a.epochs} batch={a.batch} size={a.size} resize={a.resize} "
+          f"padding={a.padding} val_resize={a.val_resize or a.resize} "
           f"train_s={time.perf_counter() - t0:.1f} val_acc={correct / len(va):.4f}")
 
 

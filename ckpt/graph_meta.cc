@@ -11,8 +11,8 @@ namespace lockstep::ckpt {
 namespace {
 
 constexpr char kAllReduce[] = "AllReduce";
-constexpr char kFusionGroup[] = "fusion_group";
-constexpr char kFusionBytes[] = "fusion_bytes";
+constexpr char kFusionGroup[] = "fusion";  // the attributes FuseAllReduce sets
+constexpr char kFusionBytes[] = "bytes";
 
 }  // namespace
 

@@ -20,7 +20,7 @@ absl::StatusOr<lockstep::proto::GraphDef> ReadGraphMeta(const std::string& path)
 struct FusionGroup {
   int64_t group = 0;
   int nodes = 0;      // AllReduce nodes in the group
-  int64_t bytes = 0;  // the sum of their fusion_bytes
+  int64_t bytes = 0;  // the sum of their "bytes" attributes
 };
 
 struct GraphSummary {

@@ -1,7 +1,7 @@
 // lockstep-train: data-parallel training on an ImageFolder tree (DIR/train and DIR/val, one
 // sub-directory per class), evaluation after every epoch, per-rank checkpoints and resume.
 //
-//   mpirun -n 4 lockstep-train --data DIR --model resnet20 --epochs 6 --ckpt-dir ckpt
+//   mpirun -n 4 lockstep-train --data DIR --model resnet8 --epochs 6 --ckpt-dir ckpt
 //
 // Each rank reads its shard of the training set (num_shards = world size, shard_id = rank) with
 // --batch-size / world images per step; the gradients are averaged over the ranks. Evaluation is
@@ -20,7 +20,6 @@
 #include "core/logging.h"
 #include "core/threads.h"
 #include "dataset/image_folder.h"
-#include "dataset/transforms.h"
 #include "parallel/context.h"
 #include "train/checkpoint_callback.h"
 #include "train/dataset_source.h"
@@ -32,7 +31,7 @@ namespace {
 
 struct Flags {
   std::string data;
-  std::string model = "resnet20";
+  std::string model = "resnet8";
   int64_t epochs = 6;
   int64_t batch_size = 32;  // global: over all ranks
   double lr = 0.1;
@@ -96,22 +95,6 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
 }
 
-// Training scales the image slightly larger than the network input and crops at random; the
-// validation images are scaled the same way and cropped in the centre, so both see one scale.
-std::vector<dataset::TransformPtr> Transforms(int64_t size, bool training) {
-  const int64_t resized = size * 9 / 8;
-  std::vector<dataset::TransformPtr> steps = {dataset::Decode(), dataset::Resize(resized)};
-  if (training) {
-    steps.push_back(dataset::RandomCrop(size));
-    steps.push_back(dataset::RandomHorizontalFlip());
-  } else {
-    steps.push_back(dataset::CenterCrop(size));
-  }
-  steps.push_back(dataset::Normalize({127.5f}, {127.5f}));
-  steps.push_back(dataset::HWC2CHW());
-  return steps;
-}
-
 struct Data {
   std::unique_ptr<DatasetSource> train;
   std::unique_ptr<DatasetSource> val;
@@ -131,11 +114,12 @@ absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx, int6
   }
   Data data;
   data.classes = static_cast<int64_t>(train.class_names().size());
-  data.train = std::make_unique<DatasetSource>(train.Map(Transforms(f.image_size, true))
-                                                   .Batch(per_rank, /*drop_remainder=*/true)
-                                                   .Workers(f.workers));
+  data.train =
+      std::make_unique<DatasetSource>(train.Map(ClassificationTransforms(f.image_size, true))
+                                          .Batch(per_rank, /*drop_remainder=*/true)
+                                          .Workers(f.workers));
   data.val = std::make_unique<DatasetSource>(
-      val.Map(Transforms(f.image_size, false)).Batch(per_rank).Workers(f.workers));
+      val.Map(ClassificationTransforms(f.image_size, false)).Batch(per_rank).Workers(f.workers));
   return data;
 }
 

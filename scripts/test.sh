@@ -3,9 +3,6 @@
 # (CUDA parts when /usr/local/cuda is present), builds with warnings as errors, runs CTest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh
-build_dir=${LOCKSTEP_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOCKSTEP_WERROR=ON
-cmake --build "$build_dir" -j "$(nproc)"
-cd "$build_dir"
+bash scripts/build.sh
+cd "${LOCKSTEP_BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 900

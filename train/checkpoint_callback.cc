@@ -44,10 +44,11 @@ absl::StatusOr<ckpt::RankState> ModelState(const Model& model) {
   return state;
 }
 
-// State inputs that are not optimizer moments: per-rank batch-norm running statistics, which
-// differ across ranks unless batch norm is synchronised.
+// State inputs that are not optimizer moments (those follow the reduced gradients): batch-norm
+// running statistics of each rank's own batches (equal across ranks only with SyncBatchNorm) and
+// gradient accumulators, which hold each rank's own gradients.
 std::vector<std::string> RankLocalState(const Model& model, int world_size) {
-  if (world_size == 1 || model.options().parallel.sync_batch_norm) return {};
+  if (world_size == 1) return {};
   std::set<std::string> moments;
   for (const ParameterSpec& spec : model.parameters()) moments.insert(MomentName(spec.name));
   std::vector<std::string> local;
@@ -76,7 +77,11 @@ absl::Status ModelCheckpoint::OnTrainBegin(Model& model) {
 }
 
 absl::Status ModelCheckpoint::OnStepEnd(Model& model, const StepInfo& step) {
-  if (!manager_.ShouldSave(step.global_step, step.epoch, /*epoch_end=*/false)) {
+  // With gradient accumulation only the micro-batch that updates ends a step; the gradients
+  // summed before it are not part of a checkpoint.
+  mid_accumulation_ = model.global_step() != step.global_step;
+  if (mid_accumulation_ ||
+      !manager_.ShouldSave(step.global_step, step.epoch, /*epoch_end=*/false)) {
     return absl::OkStatus();
   }
   return Save(model, step.epoch, step.step, step.epoch - 1, step.step);
@@ -86,8 +91,9 @@ absl::Status ModelCheckpoint::OnEpochEnd(Model& model, const EpochInfo& epoch) {
   // A step saved at the epoch's last batch is saved again as the epoch's end: resuming from it
   // then starts the next epoch instead of reading this one to its end.
   const bool saved_last_step = last_saved_step_ == model.global_step();
-  if (!saved_last_step &&
-      !manager_.ShouldSave(model.global_step(), epoch.epoch, /*epoch_end=*/true)) {
+  if (mid_accumulation_ ||
+      (!saved_last_step &&
+       !manager_.ShouldSave(model.global_step(), epoch.epoch, /*epoch_end=*/true))) {
     return absl::OkStatus();
   }
   return Save(model, epoch.epoch, epoch.first_step + epoch.steps, epoch.epoch, 0);

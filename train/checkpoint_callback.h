@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ckpt/manager.h"
 #include "parallel/communicator.h"
@@ -27,10 +28,11 @@ namespace lockstep::train {
 inline constexpr char kDataEpochName[] = "data_epoch";
 inline constexpr char kDataBatchName[] = "data_batch";
 
-// Saves {prefix}_{rank}-{epoch}_{step}.ckpt on the steps and epoch ends the config asks for,
-// and {prefix}_{rank}-graph.meta once. After every rank saved, rank 0 writes the manifest that
-// makes the step complete; a barrier then keeps ranks from running ahead. A failure on any rank
-// fails the callback on every rank.
+// Saves {prefix}_{rank}-{epoch}_{step}.ckpt on the steps and epoch ends the config asks for
+// (with gradient accumulation, only at updates), and {prefix}_{rank}-graph.meta once. The ranks
+// then allgather what they wrote; rank 0 writes the manifest that makes the step complete and
+// broadcasts the outcome, so no rank runs ahead of it. A failure on any rank fails the callback
+// on every rank.
 class ModelCheckpoint : public Callback {
  public:
   // `world` is the host communicator of the ranks (parallel::CurrentContext().HostWorld() when
@@ -59,6 +61,7 @@ class ModelCheckpoint : public Callback {
   std::string fingerprint_;              // of the training graph
   std::vector<std::string> rank_local_;  // state that differs across ranks
   int64_t last_saved_step_ = -1;         // global step
+  bool mid_accumulation_ = false;        // the last micro-batch did not update
 };
 
 // Restores `model` (compiling it first) from the newest complete step of `prefix` in

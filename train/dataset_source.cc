@@ -1,5 +1,7 @@
 #include "train/dataset_source.h"
 
+#include "dataset/transforms.h"
+
 namespace lockstep::train {
 
 absl::Status DatasetSource::Reset(int64_t epoch) {
@@ -25,6 +27,19 @@ absl::StatusOr<bool> DatasetSource::Next(Batch* batch) {
 
 dataset::PipelineStats DatasetSource::Stats() const {
   return iterator_ != nullptr ? iterator_->Stats() : dataset::PipelineStats{};
+}
+
+std::vector<dataset::TransformPtr> ClassificationTransforms(int64_t size, bool training) {
+  std::vector<dataset::TransformPtr> steps = {dataset::Decode(), dataset::Resize(size * 9 / 8)};
+  if (training) {
+    steps.push_back(dataset::RandomCrop(size));
+    steps.push_back(dataset::RandomHorizontalFlip());
+  } else {
+    steps.push_back(dataset::CenterCrop(size));
+  }
+  steps.push_back(dataset::Normalize({127.5f}, {127.5f}));
+  steps.push_back(dataset::HWC2CHW());
+  return steps;
 }
 
 }  // namespace lockstep::train

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "dataset/dataset.h"
 #include "train/data.h"
@@ -35,5 +36,11 @@ class DatasetSource : public DataSource {
   dataset::Dataset dataset_;
   std::unique_ptr<dataset::Iterator> iterator_;
 };
+
+// lockstep-train's transforms for classifying ImageFolder images at size x size. Training scales
+// the shorter side to 9/8 of `size` and takes a random crop and flip; validation scales the same
+// and takes the centre, so both see objects at one scale (a crop of the full-size image, or the
+// whole image shrunk, would not). Pixels become [-1, 1] floats, (3, size, size).
+std::vector<dataset::TransformPtr> ClassificationTransforms(int64_t size, bool training);
 
 }  // namespace lockstep::train

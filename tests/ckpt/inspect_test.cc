@@ -90,8 +90,8 @@ TEST(CkptInspectTest, GraphSummaryCountsOpsAndAllReduceFusionGroups) {
   auto add = [&](const char* op, int64_t group, int64_t bytes) {
     lockstep::proto::NodeDef* node = graph.add_nodes();
     node->set_op(op);
-    if (group >= 0) (*node->mutable_attrs())["fusion_group"].set_i(group);
-    if (bytes >= 0) (*node->mutable_attrs())["fusion_bytes"].set_i(bytes);
+    if (group >= 0) (*node->mutable_attrs())["fusion"].set_i(group);
+    if (bytes >= 0) (*node->mutable_attrs())["bytes"].set_i(bytes);
   };
   add("Conv2D", -1, -1);
   add("Conv2D", -1, -1);

@@ -61,8 +61,8 @@ lockstep::proto::GraphDef SampleGraph() {
     lockstep::proto::NodeDef* node = graph.add_nodes();
     node->set_op(op);
     if (node->op() != "AllReduce") continue;
-    (*node->mutable_attrs())["fusion_group"].set_i(graph.nodes_size() - 4);
-    (*node->mutable_attrs())["fusion_bytes"].set_i(4096);
+    (*node->mutable_attrs())["fusion"].set_i(graph.nodes_size() - 4);
+    (*node->mutable_attrs())["bytes"].set_i(4096);
   }
   lockstep::proto::Parameter* parameter = graph.add_parameters();
   parameter->set_name("conv.weight");

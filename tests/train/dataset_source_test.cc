@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/train/sample_folder.h"
+#include "tests/train/resume_util.h"
 #include "tests/train/shapes_data.h"
 #include "train/model.h"
 

@@ -31,6 +31,16 @@ TEST(ModelsTest, LeNet5HasMindSporeParameterCount) {
   EXPECT_EQ(CountParameters(Parameters(models::LeNet5(10), {1, 32, 32})), 61684);
 }
 
+TEST(ModelsTest, CifarResNetsHaveTheParameterCountsOfTheirPyTorchTwins) {
+  // bench/torch_sample_train.py's cifar_resnet(depth, 10) has the same counts.
+  EXPECT_EQ(CountParameters(Parameters(models::CifarResNet(8, 10), {3, 32, 32})), 78042);
+  EXPECT_EQ(CountParameters(Parameters(models::CifarResNet(20, 10), {3, 32, 32})), 272474);
+  EXPECT_TRUE(models::ModelByName("resnet8", 10).ok());
+  absl::StatusOr<LayerPtr> unknown = models::ModelByName("resnet7", 10);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("resnet20"), std::string::npos) << unknown.status();
+}
+
 TEST(ModelsTest, NamesFollowTorchvisionPathsWithMindSporeLeaves) {
   std::vector<ParameterSpec> specs = Parameters(models::ResNet50(10), {3, 64, 64});
   ASSERT_GT(specs.size(), 8u);

@@ -14,54 +14,23 @@
 #include "ckpt/reader.h"
 #include "graph/serialize.h"
 #include "tests/testing/temp_dir.h"
-#include "tests/train/sample_folder.h"
+#include "tests/train/resume_util.h"
 #include "tests/train/shapes_data.h"
 #include "train/checkpoint_callback.h"
 #include "train/dataset_source.h"
 #include "train/model.h"
-#include "train/passes/apply_optimizer.h"
 
 namespace lockstep::train {
 namespace {
 
 using lockstep::testing::TempDir;
+using testing::StopAfter;
+using testing::TinyModel;
+using testing::VariableBytes;
 
 constexpr int64_t kEpochs = 2;
 constexpr int64_t kStepsPerEpoch = 10;  // 40 samples in batches of 4
 constexpr char kPrefix[] = "tiny";
-
-Model TinyModel(uint64_t seed) {
-  const int64_t steps = kEpochs * kStepsPerEpoch;
-  return Model(
-      testing::TinyNet(testing::kSampleClasses), SoftmaxCrossEntropy(),
-      Momentum{.lr = WarmupLr(3, CosineLr(0.1, steps - 3)), .momentum = 0.9, .weight_decay = 1e-4},
-      {.batch_size = 4, .image_shape = {3, 16, 16}, .seed = seed});
-}
-
-// Every parameter and state of the model, by name, as bytes.
-std::map<std::string, std::string> Variables(const Model& model) {
-  std::map<std::string, std::string> bytes;
-  for (const ParameterSpec& spec : model.parameters()) {
-    for (const std::string& name : {spec.name, MomentName(spec.name)}) {
-      absl::StatusOr<Tensor> value = model.Variable(name);
-      if (!value.ok()) continue;  // state has no moment
-      bytes[name] = std::string(static_cast<const char*>(value->raw_data()), value->nbytes());
-    }
-  }
-  return bytes;
-}
-
-// Fails training with Cancelled after global step `stop`, as a killed job would stop.
-class StopAfter : public Callback {
- public:
-  explicit StopAfter(int64_t stop) : stop_(stop) {}
-  absl::Status OnStepEnd(Model&, const StepInfo& step) override {
-    return step.global_step == stop_ ? absl::CancelledError("stopped") : absl::OkStatus();
-  }
-
- private:
-  int64_t stop_;
-};
 
 using MakeData = std::function<std::unique_ptr<DataSource>()>;
 
@@ -70,25 +39,27 @@ struct Interruption {
   ckpt::CheckpointConfig config;
   int64_t resumed_step;  // of the newest complete checkpoint
   int64_t resumed_epochs_done;
+  int64_t accumulation_steps = 1;
 };
 
 // Trains uninterrupted, then stopped and resumed from a fresh model of another seed; compares.
 void ExpectResumeIsExact(const MakeData& make_data, const Interruption& run) {
   SCOPED_TRACE(absl::StrCat("stopped after step ", run.stop_step));
-  Model reference = TinyModel(1);
+  const int64_t accumulation = run.accumulation_steps;
+  Model reference = TinyModel({.seed = 1, .accumulation_steps = accumulation});
   ASSERT_TRUE(reference.Train(kEpochs, *make_data()).ok());
 
   TempDir dir;
   ckpt::CheckpointConfig config = run.config;
   config.directory = dir.path();
   {
-    Model stopped = TinyModel(1);
+    Model stopped = TinyModel({.seed = 1, .accumulation_steps = accumulation});
     absl::Status status = stopped.Train(kEpochs, *make_data(),
                                         {std::make_shared<ModelCheckpoint>(config, kPrefix),
                                          std::make_shared<StopAfter>(run.stop_step)});
     ASSERT_TRUE(absl::IsCancelled(status)) << status;
   }
-  Model resumed = TinyModel(2);
+  Model resumed = TinyModel({.seed = 2, .accumulation_steps = accumulation});
   absl::StatusOr<bool> found = ResumeFromCheckpoint(resumed, dir.path(), kPrefix);
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_TRUE(*found);
@@ -97,10 +68,10 @@ void ExpectResumeIsExact(const MakeData& make_data, const Interruption& run) {
   absl::Status status = resumed.Train(kEpochs - resumed.epochs_done(), *make_data(),
                                       {std::make_shared<ModelCheckpoint>(config, kPrefix)});
   ASSERT_TRUE(status.ok()) << status;
-  EXPECT_EQ(resumed.global_step(), kEpochs * kStepsPerEpoch);
+  EXPECT_EQ(resumed.global_step(), kEpochs * kStepsPerEpoch / accumulation);
   EXPECT_EQ(resumed.epochs_done(), kEpochs);
-  const std::map<std::string, std::string> expected = Variables(reference);
-  const std::map<std::string, std::string> actual = Variables(resumed);
+  const std::map<std::string, std::string> expected = VariableBytes(reference);
+  const std::map<std::string, std::string> actual = VariableBytes(resumed);
   ASSERT_EQ(actual.size(), expected.size());
   for (const auto& [name, bytes] : expected) EXPECT_TRUE(actual.at(name) == bytes) << name;
 }
@@ -123,6 +94,9 @@ TEST(ResumeTest, ShuffledInMemoryDataResumesBitForBit) {
   ExpectResumeIsExact(make_data, {10, kEveryThreeSteps, 9, 0});   // before the epoch's last batch
   ExpectResumeIsExact(make_data, {13, kEveryThreeSteps, 12, 1});  // in the second epoch
   ExpectResumeIsExact(make_data, {14, kEveryEpoch, 10, 1});       // from the first epoch's end
+  // Two micro-batches per update, stopped in the first of update 4: resumed from update 2, not
+  // from between update 4's micro-batches.
+  ExpectResumeIsExact(make_data, {4, {.save_checkpoint_steps = 2}, 2, 0, 2});
 }
 
 TEST(ResumeTest, JpegPipelineWithRandomTransformsResumesBitForBit) {
@@ -141,7 +115,7 @@ TEST(ResumeTest, EpochEndOfASavedStepResumesAtTheNextEpoch) {
                                          {.batch_size = 4, .drop_remainder = true});
   ASSERT_TRUE(data.ok());
   TempDir dir;
-  Model model = TinyModel(1);
+  Model model = TinyModel({.seed = 1});
   ASSERT_TRUE(model
                   .Train(1, **data,
                          {std::make_shared<ModelCheckpoint>(
@@ -154,7 +128,7 @@ TEST(ResumeTest, EpochEndOfASavedStepResumesAtTheNextEpoch) {
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_EQ(*last->Int64Scalar(kDataEpochName), 1);
   EXPECT_EQ(*last->Int64Scalar(kDataBatchName), 0);
-  Model resumed = TinyModel(1);
+  Model resumed = TinyModel({.seed = 1});
   ASSERT_TRUE(ResumeFromCheckpoint(resumed, dir.path(), kPrefix).value_or(false));
   EXPECT_EQ(resumed.epochs_done(), 1);
   EXPECT_EQ(resumed.global_step(), 10);
@@ -166,7 +140,7 @@ TEST(ResumeTest, CheckpointHoldsEveryVariableTheStepAndTheDataPosition) {
                                          {.batch_size = 4, .drop_remainder = true});
   ASSERT_TRUE(data.ok());
   TempDir dir;
-  Model model = TinyModel(1);
+  Model model = TinyModel({.seed = 1});
   auto checkpoint = std::make_shared<ModelCheckpoint>(
       ckpt::CheckpointConfig{
           .save_checkpoint_steps = 4, .keep_checkpoint_max = 1, .directory = dir.path()},
@@ -207,7 +181,7 @@ TEST(ResumeTest, CheckpointHoldsEveryVariableTheStepAndTheDataPosition) {
 
 TEST(ResumeTest, NothingToResumeLeavesTheModelAsItWas) {
   TempDir dir;
-  Model model = TinyModel(1);
+  Model model = TinyModel({.seed = 1});
   absl::StatusOr<bool> found = ResumeFromCheckpoint(model, dir.path(), kPrefix);
   ASSERT_TRUE(found.ok()) << found.status();
   EXPECT_FALSE(*found);
@@ -220,7 +194,7 @@ TEST(ResumeTest, ACheckpointOfAnotherModelIsAClearError) {
   auto data = InMemoryDataSource::Create(shapes.images, shapes.labels, {.batch_size = 4});
   ASSERT_TRUE(data.ok());
   TempDir dir;
-  Model small = TinyModel(1);
+  Model small = TinyModel({.seed = 1});
   ASSERT_TRUE(small
                   .Train(1, **data,
                          {std::make_shared<ModelCheckpoint>(

@@ -1,4 +1,4 @@
-#include "tests/train/sample_folder.h"
+#include "tests/train/resume_util.h"
 
 #include <gtest/gtest.h>
 
@@ -42,6 +42,31 @@ LayerPtr TinyNet(int64_t classes) {
       .Add("flatten", std::make_shared<Flatten>())
       .Add("fc", std::make_shared<Dense>(0, classes));
   return net;
+}
+
+Model TinyModel(ModelOptions options) {
+  constexpr int64_t kSteps = 20;
+  options.batch_size = 4;
+  options.image_shape = {3, kSampleImageSize, kSampleImageSize};
+  return Model(
+      TinyNet(kSampleClasses), SoftmaxCrossEntropy(),
+      Momentum{.lr = WarmupLr(3, CosineLr(0.1, kSteps - 3)), .momentum = 0.9, .weight_decay = 1e-4},
+      std::move(options));
+}
+
+std::map<std::string, std::string> VariableBytes(const Model& model) {
+  std::map<std::string, std::string> bytes;
+  const Graph& graph = model.train_executor()->graph();
+  for (InputRole role : {InputRole::kParameter, InputRole::kState}) {
+    for (const Node* input : graph.InputNodes(role)) {
+      absl::StatusOr<Tensor> value = model.Variable(input->name);
+      EXPECT_TRUE(value.ok()) << value.status();
+      if (!value.ok()) continue;
+      bytes[input->name] =
+          std::string(static_cast<const char*>(value->raw_data()), value->nbytes());
+    }
+  }
+  return bytes;
 }
 
 }  // namespace lockstep::train::testing
