@@ -8,6 +8,7 @@
 #include "ckpt/file_io.h"
 #include "ckpt/graph_meta.h"
 #include "ckpt/naming.h"
+#include "core/logging.h"
 
 namespace lockstep::ckpt {
 
@@ -104,6 +105,11 @@ absl::StatusOr<bool> CheckpointManager::Resume(RankState* state) const {
   absl::StatusOr<proto::Manifest> manifest = LatestCompleteStep(config_.directory, prefix_);
   if (absl::IsNotFound(manifest.status())) return false;
   LS_RETURN_IF_ERROR(manifest.status());
+  if (manifest->world_size() != world_size_ && rank_ == 0) {
+    LS_LOG(Warning) << "resuming step " << manifest->global_step() << " saved by "
+                    << manifest->world_size() << " ranks with " << world_size_
+                    << ": the parameters are replicated, but the data order changes";
+  }
   LS_ASSIGN_OR_RETURN(std::string file, FileForRank(*manifest, rank_));
   LS_RETURN_IF_ERROR(LoadRankState(JoinPath(config_.directory, file), state));
   state->step_in_epoch = manifest->step_in_epoch();

@@ -83,7 +83,10 @@ absl::StatusOr<proto::Manifest> LatestCompleteStep(const std::string& dir,
 }
 
 absl::StatusOr<std::string> FileForRank(const proto::Manifest& manifest, int rank) {
-  const int source = manifest.all_ranks() ? rank : 0;
+  // More ranks than saved: data-parallel replicas hold the same parameters, so rank r takes the
+  // file of saved rank r mod world_size.
+  const int saved_world = std::max(manifest.world_size(), 1);
+  const int source = manifest.all_ranks() ? rank % saved_world : 0;
   for (const proto::RankFile& file : manifest.files()) {
     if (file.rank() == source) return file.file();
   }

@@ -31,7 +31,8 @@ std::vector<std::string> MissingFiles(const std::string& dir, const proto::Manif
 absl::StatusOr<proto::Manifest> LatestCompleteStep(const std::string& dir,
                                                    absl::string_view prefix);
 
-// The file `rank` resumes from: its own, or rank 0's when only rank 0 saved.
+// The file `rank` resumes from: its own, or rank 0's when only rank 0 saved; a rank beyond the
+// saved world size takes saved rank (rank mod world_size)'s (replicas hold the same parameters).
 absl::StatusOr<std::string> FileForRank(const proto::Manifest& manifest, int rank);
 
 }  // namespace lockstep::ckpt

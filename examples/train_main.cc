@@ -133,24 +133,6 @@ LrSchedule Schedule(const Flags& f, int64_t steps_per_epoch) {
   return warmup > 0 ? WarmupLr(warmup, after) : after;
 }
 
-// Correct answers, loss and samples of every rank's validation shard, summed.
-absl::StatusOr<EvalResult> EvalAcrossRanks(Model& model, DataSource& val,
-                                           parallel::Communicator& world) {
-  LS_ASSIGN_OR_RETURN(EvalResult local, model.Eval(val));
-  Tensor sums = Tensor::Empty({3}, DType::kF64);
-  double* sum = sums.data<double>();
-  sum[0] = static_cast<double>(local.correct);
-  sum[1] = local.loss * static_cast<double>(local.samples);
-  sum[2] = static_cast<double>(local.samples);
-  LS_RETURN_IF_ERROR(world.AllReduce(sums, parallel::ReduceOp::kSum));
-  EvalResult global;
-  global.correct = static_cast<int64_t>(sum[0]);
-  global.samples = static_cast<int64_t>(sum[2]);
-  global.accuracy = sum[0] / sum[2];
-  global.loss = sum[1] / sum[2];
-  return global;
-}
-
 // After every epoch: evaluates on all ranks; rank 0 prints the epoch's line.
 class EpochReport : public Callback {
  public:
@@ -158,7 +140,7 @@ class EpochReport : public Callback {
       : val_(val), epochs_(epochs), world_(std::move(world)) {}
 
   absl::Status OnEpochEnd(Model& model, const EpochInfo& epoch) override {
-    LS_ASSIGN_OR_RETURN(EvalResult eval, EvalAcrossRanks(model, *val_, *world_));
+    LS_ASSIGN_OR_RETURN(EvalResult eval, model.Eval(*val_));
     if (world_->rank() == 0) {
       const double images = static_cast<double>(epoch.images * world_->size());
       std::cout << absl::StrFormat(

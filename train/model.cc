@@ -210,24 +210,31 @@ absl::StatusOr<BatchResult> Model::EvalBatch(const Batch& batch) {
 
 absl::StatusOr<EvalResult> Model::Eval(DataSource& data) {
   LS_RETURN_IF_ERROR(data.Reset(0));
-  EvalResult result;
-  int64_t correct = 0;
-  double loss_sum = 0.0;
+  // Correct answers, loss sum and samples; in data parallel, summed over every rank's shard.
+  Tensor sums = Tensor::Zeros({3}, DType::kF64);
+  double* sum = sums.data<double>();
   Batch batch;
   while (true) {
     LS_ASSIGN_OR_RETURN(bool more, data.Next(&batch));
     if (!more) break;
     LS_ASSIGN_OR_RETURN(BatchResult out, EvalBatch(batch));
     const int64_t n = batch.images.dim(0);
-    correct += out.correct;
-    loss_sum += out.loss * static_cast<double>(n);
-    result.samples += n;
+    sum[0] += static_cast<double>(out.correct);
+    sum[1] += out.loss * static_cast<double>(n);
+    sum[2] += static_cast<double>(n);
   }
-  if (result.samples == 0) return absl::InvalidArgumentError("evaluation data has no samples");
-  result.correct = correct;
-  result.accuracy = static_cast<double>(correct) / static_cast<double>(result.samples);
-  result.loss = loss_sum / static_cast<double>(result.samples);
-  return result;
+  if (data_parallel()) {
+    LS_ASSIGN_OR_RETURN(parallel::CommGroup * group,
+                        parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+    LS_RETURN_IF_ERROR(group->RunNow("evaluation counts", [&] {
+      return group->communicator->AllReduce(sums, parallel::ReduceOp::kSum);
+    }));
+  }
+  if (sum[2] == 0.0) return absl::InvalidArgumentError("evaluation data has no samples");
+  return EvalResult{.accuracy = sum[0] / sum[2],
+                    .loss = sum[1] / sum[2],
+                    .samples = static_cast<int64_t>(sum[2]),
+                    .correct = static_cast<int64_t>(sum[0])};
 }
 
 absl::Status Model::Train(int64_t epochs, DataSource& data, const Callbacks& callbacks) {

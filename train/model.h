@@ -71,7 +71,8 @@ class Model {
   // step functions call it when it has not run yet.
   absl::Status Compile();
   absl::Status Train(int64_t epochs, DataSource& data, const Callbacks& callbacks = {});
-  // Accuracy and mean loss over one pass of `data`, with the running statistics.
+  // Accuracy and mean loss over one pass of `data`, with the running statistics. In data
+  // parallel each rank passes its own shard (without padding) and gets the counts of all.
   absl::StatusOr<EvalResult> Eval(DataSource& data);
 
   // One training step on a full batch; returns its loss (before the update).

@@ -166,6 +166,24 @@ TEST(CkptManagerTest, RankZeroAloneSavesAndEveryRankResumesFromIt) {
             Bytes(SimulatedRanks::State(1, 10, 10).tensors[0].tensor));
 }
 
+// Data-parallel replicas hold the same parameters, so a job can resume on more ranks than saved:
+// rank r takes saved rank (r mod 2)'s file.
+TEST(CkptManagerTest, MoreRanksThanSavedResumeFromTheSavedRanksFiles) {
+  TempDir dir;
+  SimulatedRanks saved(dir.path(), 2);
+  saved.SaveStep(1, 10);
+  SimulatedRanks resumed(dir.path(), 4);
+  for (int rank = 0; rank < 4; ++rank) {
+    RankState state = SimulatedRanks::State(0, 0, 999);
+    absl::StatusOr<bool> found = resumed.managers[rank].Resume(&state);
+    ASSERT_TRUE(found.ok()) << found.status();
+    EXPECT_TRUE(*found);
+    EXPECT_EQ(Bytes(state.tensors[0].tensor),
+              Bytes(SimulatedRanks::State(1, 10, rank % 2 + 10).tensors[0].tensor))
+        << "rank " << rank;
+  }
+}
+
 TEST(CkptManagerTest, KeepCheckpointMaxDeletesTheOldestStepsAndTheirManifests) {
   TempDir dir;
   SimulatedRanks run(dir.path(), 2, /*all_ranks=*/true, /*keep=*/2);
