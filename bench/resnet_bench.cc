@@ -3,8 +3,14 @@
 // softmax cross-entropy, 10 classes, NCHW f32, one random batch drawn once, 2 warm-up steps, the
 // median of the timed steps).
 //
-//   lockstep-bench-resnet [--model resnet50,resnet18] [--size 64,224] [--batch 8] [--steps 5]
-//                         [--threads 2] [--profile] [--conv]
+//   [mpirun -n 2] lockstep-bench-resnet [--model resnet50,resnet18] [--size 64,224] [--batch 8]
+//                         [--steps 5] [--threads 2] [--profile] [--conv] [--data-parallel]
+//                         [--fusion-threshold-mb 25]
+//
+// --data-parallel trains over every rank of mpirun, as ../shared/peers/torch_ddp_step.py does:
+// --batch images per rank, a different random batch on each rank (seeded by the rank), a barrier
+// before each step. Rank 0 prints the global images/s and the communication the backward did not
+// hide (the executor's exposed wait), per step and as a share of the median step.
 //
 // --profile times every kernel of the step and prints where the time goes, by op and by node.
 // --conv compares each convolution inside the graph (GFLOP/s) with the bare oneDNN primitive on
@@ -22,15 +28,18 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "core/logging.h"
+#include "bench/bench_util.h"
 #include "core/rng.h"
 #include "ops/cpu/dnnl_util.h"
+#include "parallel/comm_group.h"
+#include "parallel/context.h"
 #include "train/model.h"
 #include "train/models.h"
 
 namespace lockstep::train {
 namespace {
 
+using bench::Median;
 using Clock = std::chrono::steady_clock;
 
 struct BenchConfig {
@@ -43,6 +52,8 @@ struct BenchConfig {
   int64_t classes = 10;
   bool profile = false;
   bool conv = false;
+  bool data_parallel = false;
+  double fusion_threshold_mb = parallel::ParallelOptions().fusion_threshold_mb;
 };
 
 absl::StatusOr<LayerPtr> MakeNet(const std::string& name, int64_t classes) {
@@ -53,21 +64,15 @@ absl::StatusOr<LayerPtr> MakeNet(const std::string& name, int64_t classes) {
       absl::StrCat("unknown model '", name, "' (resnet50, resnet18, lenet)"));
 }
 
-Batch RandomBatch(int64_t batch, int64_t size, int64_t classes) {
+Batch RandomBatch(int64_t batch, int64_t size, int64_t classes, uint64_t seed) {
   Batch data{Tensor::Empty({batch, 3, size, size}, DType::kF32),
              Tensor::Empty({batch}, DType::kI32)};
-  Philox rng(0, 0);
+  Philox rng(seed, 0);
   rng.Normal(data.images.data<float>(), data.images.numel(), 0.0f, 1.0f);
   for (int64_t i = 0; i < batch; ++i) {
     data.labels.data<int32_t>()[i] = static_cast<int32_t>(rng.UniformInt(i, classes));
   }
   return data;
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 // Floating-point operations of a convolution node (forward and both backprops count the same).
@@ -227,29 +232,64 @@ void PrintProfile(const Executor& executor, int steps) {
   }
 }
 
-absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t size) {
-  LS_ASSIGN_OR_RETURN(LayerPtr net, MakeNet(name, config.classes));
-  Model model(
-      net, SoftmaxCrossEntropy(), Momentum{.lr = 0.01, .momentum = 0.9},
-      {.batch_size = config.batch, .image_shape = {3, size, size}, .num_threads = config.threads});
-  LS_RETURN_IF_ERROR(model.Compile());
-  const Batch batch = RandomBatch(config.batch, size, config.classes);
-  std::vector<double> times;
-  double loss = 0.0;
+// The timed steps of one configuration.
+struct StepTimes {
+  std::vector<double> seconds;  // one per timed step
+  double loss = 0.0;            // of the last step
+  double exposed_wait = 0.0;    // seconds the timed steps waited for communication, in all
+};
+
+absl::StatusOr<StepTimes> TimeSteps(const BenchConfig& config, Model& model, const Batch& batch) {
+  parallel::CommGroup* group = nullptr;
+  if (config.data_parallel) {
+    LS_ASSIGN_OR_RETURN(group, parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+  }
+  Executor& executor = *model.train_executor();
+  StepTimes result;
   for (int i = 0; i < config.warmup + config.steps; ++i) {
-    if (i == config.warmup) model.train_executor()->EnableProfiling(config.profile || config.conv);
+    if (i == config.warmup) {
+      executor.ResetProfile();
+      executor.EnableProfiling(config.profile || config.conv);
+    }
+    // As the torch peer does: every rank starts the step together, so a step times the slowest.
+    if (group != nullptr) LS_RETURN_IF_ERROR(bench::Barrier(*group));
     const Clock::time_point start = Clock::now();
-    LS_ASSIGN_OR_RETURN(loss, model.TrainStep(batch));
+    LS_ASSIGN_OR_RETURN(result.loss, model.TrainStep(batch));
     if (i >= config.warmup) {
-      times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      result.seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
     }
   }
-  const double median = Median(times);
-  std::cout << absl::StrFormat(
-                   "lockstep %s size=%d batch=%d threads=%d median_step_s=%.4f img_per_s=%.2f "
-                   "loss=%.4f\n",
-                   name, size, config.batch, config.threads, median, config.batch / median, loss)
-            << std::flush;
+  result.exposed_wait = executor.exposed_wait_seconds();
+  return result;
+}
+
+absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t size) {
+  const parallel::Context& context = parallel::CurrentContext();
+  LS_ASSIGN_OR_RETURN(LayerPtr net, MakeNet(name, config.classes));
+  ModelOptions options{
+      .batch_size = config.batch, .image_shape = {3, size, size}, .num_threads = config.threads};
+  if (config.data_parallel) options.parallel.mode = parallel::ParallelMode::kDataParallel;
+  options.parallel.fusion_threshold_mb = config.fusion_threshold_mb;
+  Model model(net, SoftmaxCrossEntropy(), Momentum{.lr = 0.01, .momentum = 0.9}, options);
+  LS_RETURN_IF_ERROR(model.Compile());
+  const Batch batch = RandomBatch(config.batch, size, config.classes, context.rank());
+  LS_ASSIGN_OR_RETURN(StepTimes times, TimeSteps(config, model, batch));
+  if (context.rank() != 0) return absl::OkStatus();
+  const double median = Median(times.seconds);
+  if (config.data_parallel) {
+    const double exposed = times.exposed_wait / config.steps;
+    std::cout << absl::StrFormat(
+        "lockstep-dp %s size=%d ranks=%d batch/rank=%d threads/rank=%d median_step_s=%.4f "
+        "global_img_per_s=%.2f fusion_mb=%g exposed_comm_s=%.4f exposed_share=%.2f%% loss=%.4f\n",
+        name, size, context.size(), config.batch, config.threads, median,
+        config.batch * context.size() / median, config.fusion_threshold_mb, exposed,
+        100.0 * exposed / median, times.loss);
+  } else {
+    std::cout << absl::StrFormat(
+        "lockstep %s size=%d batch=%d threads=%d median_step_s=%.4f img_per_s=%.2f loss=%.4f\n",
+        name, size, config.batch, config.threads, median, config.batch / median, times.loss);
+  }
+  std::cout << std::flush;
   if (config.profile) PrintProfile(*model.train_executor(), config.steps);
   if (config.conv) PrintConvComparison(*model.train_executor(), config.steps);
   return absl::OkStatus();
@@ -259,25 +299,30 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
 }  // namespace lockstep::train
 
 int main(int argc, char** argv) {
+  lockstep::parallel::Init(&argc, &argv);
   lockstep::train::BenchConfig config;
-  CLI::App app{"Training-step time of ResNet-50/18 on one process (compare torch_resnet_step.py)."};
+  CLI::App app{
+      "Training-step time of ResNet-50/18 on one process or data parallel over mpirun "
+      "(compare torch_resnet_step.py and torch_ddp_step.py)."};
   app.add_option("--model", config.models, "resnet50, resnet18, lenet")->delimiter(',');
   app.add_option("--size", config.sizes, "image sizes")->delimiter(',');
-  app.add_option("--batch", config.batch, "batch size")->capture_default_str();
+  app.add_option("--batch", config.batch, "batch size (per rank)")->capture_default_str();
   app.add_option("--steps", config.steps, "timed steps")->capture_default_str();
   app.add_option("--warmup", config.warmup, "untimed steps first")->capture_default_str();
-  app.add_option("--threads", config.threads, "OpenMP threads")->capture_default_str();
+  app.add_option("--threads", config.threads, "OpenMP threads (per rank)")->capture_default_str();
   app.add_option("--classes", config.classes, "classes")->capture_default_str();
   app.add_flag("--profile", config.profile, "time every kernel");
   app.add_flag("--conv", config.conv, "convolutions in the graph against bare oneDNN");
+  app.add_flag("--data-parallel", config.data_parallel, "data parallel over the ranks of mpirun");
+  app.add_option("--fusion-threshold-mb", config.fusion_threshold_mb,
+                 "bucket size of the fused gradient AllReduce")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   for (const std::string& model : config.models) {
     for (int64_t size : config.sizes) {
       absl::Status status = lockstep::train::RunOne(config, model, size);
-      if (!status.ok()) {
-        std::cerr << lockstep::LogPrefix() << "error: " << status.message() << std::endl;
-        return 1;
-      }
+      if (!status.ok()) lockstep::parallel::Abort(status);
     }
   }
   return 0;

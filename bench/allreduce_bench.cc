@@ -1,0 +1,204 @@
+// lockstep-bench-allreduce: the fused gradient AllReduce of ResNet-50 (161 tensors, about 102 MB)
+// against one raw MPI_Allreduce of the same bytes and against one AllReduce per tensor, over a
+// sweep of fusion thresholds. Run it under mpirun:
+//
+//   mpirun -n 2 lockstep-bench-allreduce [--thresholds 1,4,16,25,64] [--reps 10] [--warmup 2]
+//
+// For every threshold it compiles ResNet-50's data-parallel training graph (batch 2, 32x32: the
+// gradient sizes do not depend on them) and takes the buckets from its AllReduce nodes: byte
+// ranges of the flat gradient buffer. On that buffer it then times
+//   raw:        one MPI_Allreduce(MPI_IN_PLACE, every gradient float, MPI_SUM, MPI_COMM_WORLD),
+//               the reference, and so the one place outside parallel/ that calls MPI;
+//   fused:      the buckets as the executor runs them: in order through the group's
+//               CollectiveQueue, each one Communicator::AllReduce with the graph's op, then a
+//               wait for all;
+//   per-tensor: one AllReduce per gradient tensor through the same queue.
+// Every rep runs the three, each after a barrier, interleaved so that a change in the load of
+// the machine hits all three alike. Rank 0 prints the medians of the reps.
+
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "bench/bench_util.h"
+#include "parallel/comm_group.h"
+#include "parallel/context.h"
+#include "parallel/mpi_communicator.h"
+#include "train/model.h"
+#include "train/models.h"
+
+namespace lockstep::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using parallel::CommGroup;
+using parallel::ReduceOp;
+
+struct Config {
+  std::vector<double> thresholds_mb = {1, 4, 16, 25, 64};
+  int reps = 10;
+  int warmup = 2;
+};
+
+// Bytes [offset, offset + bytes) of the flat gradient buffer.
+struct ByteRange {
+  size_t offset = 0;
+  size_t bytes = 0;
+};
+
+// What the compiled graph reduces: one range per AllReduce node (a bucket, its inputs back to
+// back up to alignment, as FuseAllReduce lays them out) and one per gradient tensor.
+struct Reduction {
+  std::vector<ByteRange> buckets;
+  std::vector<ByteRange> tensors;
+  ReduceOp op = ReduceOp::kSum;
+};
+
+absl::StatusOr<Reduction> ReductionOf(const Graph& graph) {
+  Reduction reduction;
+  for (const auto& node : graph.nodes()) {
+    if (node->op->name() != "AllReduce") continue;
+    LS_ASSIGN_OR_RETURN(reduction.op, parallel::ParseReduceOp(node->attrs.GetString("op")));
+    size_t begin = SIZE_MAX;
+    size_t end = 0;
+    for (const Value* input : node->inputs) {
+      if (input->alloc.region != Region::kGradients) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(node->Describe(), " reduces a value outside the gradient buffer"));
+      }
+      reduction.tensors.push_back({input->alloc.offset, input->bytes()});
+      begin = std::min(begin, input->alloc.offset);
+      end = std::max(end, input->alloc.offset + input->bytes());
+    }
+    reduction.buckets.push_back({begin, end - begin});
+  }
+  if (reduction.buckets.empty()) {
+    return absl::FailedPreconditionError("the data-parallel training graph has no AllReduce node");
+  }
+  return reduction;
+}
+
+absl::Status RawAllReduce(const Tensor& gradients) {
+  MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, gradients.raw_data(),
+                                    static_cast<int>(gradients.nbytes() / sizeof(float)), MPI_FLOAT,
+                                    MPI_SUM, MPI_COMM_WORLD));
+  return absl::OkStatus();
+}
+
+// One AllReduce per range, queued in order as the AllReduce kernel queues its bucket, then a
+// wait for all of them, as the executor waits before the optimizer.
+absl::Status QueuedAllReduce(CommGroup& group, const Tensor& gradients,
+                             const std::vector<ByteRange>& ranges, ReduceOp op) {
+  std::vector<parallel::CollectiveHandle> handles;
+  handles.reserve(ranges.size());
+  for (const ByteRange& range : ranges) {
+    const Tensor view = gradients.View(
+        range.offset, {static_cast<int64_t>(range.bytes / sizeof(float))}, DType::kF32);
+    handles.push_back(group.queue->Submit("benchmark AllReduce", [&group, view, op] {
+      return group.communicator->AllReduce(view, op);
+    }));
+  }
+  absl::Status status;
+  for (parallel::CollectiveHandle& handle : handles) {
+    status.Update(handle.Wait(parallel::CollectiveTimeout()));
+  }
+  return status;
+}
+
+// Seconds of one call of `collective`, started after a barrier.
+absl::StatusOr<double> TimeAfterBarrier(CommGroup& group,
+                                        const std::function<absl::Status()>& collective) {
+  LS_RETURN_IF_ERROR(Barrier(group));
+  const Clock::time_point start = Clock::now();
+  LS_RETURN_IF_ERROR(collective());
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& group) {
+  train::Model model(train::models::ResNet50(1000), train::SoftmaxCrossEntropy(), train::Momentum{},
+                     {.batch_size = 2,
+                      .image_shape = {3, 32, 32},
+                      .num_threads = 1,
+                      .parallel = {.mode = parallel::ParallelMode::kDataParallel,
+                                   .fusion_threshold_mb = threshold_mb}});
+  LS_RETURN_IF_ERROR(
+      Annotate(model.Compile(), absl::StrCat("fusion threshold ", threshold_mb, " MB")));
+  LS_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(model.train_executor()->graph()));
+  const Tensor& gradients = model.train_executor()->gradients();
+  std::memset(gradients.raw_data(), 0, gradients.nbytes());
+  const std::vector<std::function<absl::Status()>> collectives = {
+      [&] { return RawAllReduce(gradients); },
+      [&] { return QueuedAllReduce(group, gradients, reduction.buckets, reduction.op); },
+      [&] { return QueuedAllReduce(group, gradients, reduction.tensors, reduction.op); }};
+  std::vector<std::vector<double>> times(collectives.size());  // raw, fused, per tensor
+  for (int rep = 0; rep < config.warmup + config.reps; ++rep) {
+    for (size_t i = 0; i < collectives.size(); ++i) {
+      LS_ASSIGN_OR_RETURN(double seconds, TimeAfterBarrier(group, collectives[i]));
+      if (rep >= config.warmup) times[i].push_back(seconds);
+    }
+  }
+  if (group.communicator->rank() != 0) return absl::OkStatus();
+  const double raw = Median(times[0]);
+  const double fused = Median(times[1]);
+  const double per_tensor = Median(times[2]);
+  std::cout << absl::StrFormat(
+                   "threshold_mb=%-4g buckets=%-3d tensors=%d bytes=%d op=%s raw_ms=%.2f "
+                   "raw_GB/s=%.2f fused_ms=%.2f per_tensor_ms=%.2f fused/raw=%.3f "
+                   "per_tensor/fused=%.2f\n",
+                   threshold_mb, reduction.buckets.size(), reduction.tensors.size(),
+                   gradients.nbytes(), parallel::ReduceOpName(reduction.op), raw * 1e3,
+                   gradients.nbytes() / raw * 1e-9, fused * 1e3, per_tensor * 1e3, fused / raw,
+                   per_tensor / fused)
+            << std::flush;
+  return absl::OkStatus();
+}
+
+absl::Status Run(const Config& config) {
+  if (!parallel::CurrentContext().launched_by_mpi()) {
+    return absl::FailedPreconditionError(
+        "the reference is a raw MPI_Allreduce: start this benchmark with mpirun, e.g. "
+        "mpirun -n 2 lockstep-bench-allreduce");
+  }
+  LS_ASSIGN_OR_RETURN(CommGroup * group, parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+  if (group->communicator->rank() == 0) {
+    std::cout << absl::StrFormat(
+        "ResNet-50 gradient AllReduce over %d ranks: medians of %d reps after %d warm-up\n",
+        group->communicator->size(), config.reps, config.warmup);
+  }
+  for (double threshold_mb : config.thresholds_mb) {
+    LS_RETURN_IF_ERROR(RunThreshold(config, threshold_mb, *group));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace lockstep::bench
+
+int main(int argc, char** argv) {
+  lockstep::parallel::Init(&argc, &argv);
+  lockstep::bench::Config config;
+  CLI::App app{
+      "ResNet-50's fused gradient AllReduce against one raw MPI_Allreduce (run it under "
+      "mpirun)."};
+  app.add_option("--thresholds", config.thresholds_mb, "fusion thresholds in MB")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--reps", config.reps, "timed repetitions")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--warmup", config.warmup, "untimed repetitions first")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  absl::Status status = lockstep::bench::Run(config);
+  if (!status.ok()) lockstep::parallel::Abort(status);
+  return 0;
+}
