@@ -56,14 +56,6 @@ struct BenchConfig {
   double fusion_threshold_mb = parallel::ParallelOptions().fusion_threshold_mb;
 };
 
-absl::StatusOr<LayerPtr> MakeNet(const std::string& name, int64_t classes) {
-  if (name == "resnet50") return models::ResNet50(classes);
-  if (name == "resnet18") return models::ResNet18(classes);
-  if (name == "lenet") return models::LeNet5(classes, 3);
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown model '", name, "' (resnet50, resnet18, lenet)"));
-}
-
 Batch RandomBatch(int64_t batch, int64_t size, int64_t classes, uint64_t seed) {
   Batch data{Tensor::Empty({batch, 3, size, size}, DType::kF32),
              Tensor::Empty({batch}, DType::kI32)};
@@ -265,7 +257,7 @@ absl::StatusOr<StepTimes> TimeSteps(const BenchConfig& config, Model& model, con
 
 absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t size) {
   const parallel::Context& context = parallel::CurrentContext();
-  LS_ASSIGN_OR_RETURN(LayerPtr net, MakeNet(name, config.classes));
+  LS_ASSIGN_OR_RETURN(LayerPtr net, models::ModelByName(name, config.classes));
   ModelOptions options{
       .batch_size = config.batch, .image_shape = {3, size, size}, .num_threads = config.threads};
   if (config.data_parallel) options.parallel.mode = parallel::ParallelMode::kDataParallel;

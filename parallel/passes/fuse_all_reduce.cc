@@ -35,7 +35,7 @@ class FuseAllReducePass : public Pass {
     starts.push_back(members.size());
     for (size_t b = 0; b + 1 < starts.size(); ++b) {
       std::vector<Member> bucket(members.begin() + starts[b], members.begin() + starts[b + 1]);
-      LS_RETURN_IF_ERROR(Fuse(graph, bucket, static_cast<int64_t>(b + 1)));
+      Fuse(graph, bucket, static_cast<int64_t>(b + 1));
     }
     return absl::OkStatus();
   }
@@ -90,7 +90,7 @@ class FuseAllReducePass : public Pass {
 
   // Replaces the bucket's nodes by one AllReduce placed where the last of them was; its inputs
   // are in memory order (parameter order), so the bucket reads as one byte range.
-  static absl::Status Fuse(Graph& graph, std::vector<Member>& bucket, int64_t fusion) {
+  static void Fuse(Graph& graph, std::vector<Member>& bucket, int64_t fusion) {
     std::reverse(bucket.begin(), bucket.end());
     std::vector<Value*> inputs;
     std::vector<TensorType> types;
@@ -116,7 +116,6 @@ class FuseAllReducePass : public Pass {
       return std::any_of(bucket.begin(), bucket.end(),
                          [&](const Member& m) { return m.node == &node; });
     });
-    return absl::OkStatus();
   }
 
   static void ReplaceUses(Graph& graph, const std::map<const Value*, Value*>& replacement) {

@@ -85,7 +85,9 @@ class SyncKernel : public Kernel {
 class SyncBatchNormKernel : public SyncKernel {
  public:
   SyncBatchNormKernel(const Node& node, CommGroup* group)
-      : SyncKernel(node, group), momentum_(node.attrs.GetFloat("momentum")) {}
+      : SyncKernel(node, group),
+        momentum_(node.attrs.GetFloat("momentum")),
+        scale_(static_cast<size_t>(layout_.channels)) {}
 
   absl::Status Run(const KernelIO& io) override {
     const float* x = io.inputs[0].data<float>();  // (N, C, H, W) in x's layout
@@ -112,19 +114,22 @@ class SyncBatchNormKernel : public SyncKernel {
       running_var[c] =
           static_cast<float>(momentum_ * running_var[c] + (1.0 - momentum_) * unbias * v);
     }
+    float* scale = scale_.data();
+    for (int64_t c = 0; c < c_total; ++c) {
+      scale[c] = gamma[c] / std::sqrt(var[c] + static_cast<float>(epsilon_));
+    }
     float* y = io.outputs[0].data<float>();  // (N, C, H, W) in x's layout
 #pragma omp parallel for schedule(static)
     for (int64_t cb = 0; cb < layout_.blocks(); ++cb) {
-      layout_.ForEachInBlock(cb, [&](int64_t c, int64_t i) {
-        const float scale = gamma[c] / std::sqrt(var[c] + static_cast<float>(epsilon_));
-        y[i] = (x[i] - mean[c]) * scale + beta[c];
-      });
+      layout_.ForEachInBlock(
+          cb, [&](int64_t c, int64_t i) { y[i] = (x[i] - mean[c]) * scale[c] + beta[c]; });
     }
     return absl::OkStatus();
   }
 
  private:
   double momentum_;
+  std::vector<float> scale_;  // (C) gamma / sqrt(var + epsilon)
 };
 
 // (x, gamma, mean, var, dy) -> (dx, dgamma, dbeta). dgamma and dbeta are this rank's part
@@ -158,15 +163,15 @@ class SyncBatchNormGradKernel : public SyncKernel {
     }
     int64_t count = 0;
     LS_RETURN_IF_ERROR(AllReduceSums(&count));
+    // The global sums become means: sums[c] of dy, sums[C + c] of dy * x_hat.
+    for (int64_t k = 0; k < 2 * c_total; ++k) sums[k] /= static_cast<double>(count);
     float* dx = io.outputs[0].data<float>();  // like x
 #pragma omp parallel for schedule(static)
     for (int64_t cb = 0; cb < layout_.blocks(); ++cb) {
       layout_.ForEachInBlock(cb, [&](int64_t c, int64_t i) {
-        const double mean_dy = sums[c] / static_cast<double>(count);
-        const double mean_dy_xhat = sums[c_total + c] / static_cast<double>(count);
         const double x_hat = (x[i] - mean[c]) * inv_std[c];
-        dx[i] =
-            static_cast<float>(gamma[c] * inv_std[c] * (dy[i] - mean_dy - x_hat * mean_dy_xhat));
+        dx[i] = static_cast<float>(gamma[c] * inv_std[c] *
+                                   (dy[i] - sums[c] - x_hat * sums[c_total + c]));
       });
     }
     return absl::OkStatus();
