@@ -10,7 +10,8 @@ enum class ParallelMode { kStandAlone, kDataParallel };
 
 struct ParallelOptions {
   ParallelMode mode = ParallelMode::kStandAlone;
-  // Average the gradients over the ranks (sum them when false).
+  // Average the gradients over the ranks (sum them when false). The AllReduce sums either way;
+  // the optimizer divides by the world size with the loss scale.
   bool gradients_mean = true;
   // Bucket size of the fused gradient AllReduce (BENCHMARKS.md has the sweep behind it).
   double fusion_threshold_mb = 25.0;

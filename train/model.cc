@@ -101,18 +101,24 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates,
     const MicroBatch role = updates ? MicroBatch::kLast : MicroBatch::kAccumulate;
     compile.after_autodiff.push_back([role] { return CreateAccumulateGradientsPass(role); });
   }
+  int64_t replicas = 1;
   if (updates && data_parallel()) {
     const parallel::ParallelOptions parallel = options_.parallel;
-    compile.after_autodiff.push_back(
-        [parallel] { return parallel::CreateInsertAllReducePass(parallel.gradients_mean); });
+    compile.after_autodiff.push_back([] { return parallel::CreateInsertAllReducePass(); });
     compile.after_autodiff.push_back(
         [parallel] { return parallel::CreateFuseAllReducePass(parallel); });
+    if (parallel.gradients_mean) {
+      LS_ASSIGN_OR_RETURN(parallel::CommGroup * group,
+                          parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+      replicas = group->communicator->size();
+    }
   }
   if (updates) {
     const ApplyOptimizerOptions update{.momentum = optimizer_.momentum,
                                        .weight_decay = optimizer_.weight_decay,
                                        .nesterov = optimizer_.nesterov,
-                                       .accumulation_steps = options_.accumulation_steps};
+                                       .accumulation_steps = options_.accumulation_steps,
+                                       .replicas = replicas};
     compile.after_autodiff.push_back([update] { return CreateApplyOptimizerPass(update); });
   }
   StepGraph step;

@@ -6,10 +6,11 @@ namespace lockstep::parallel {
 namespace {
 
 // Puts "%g' = AllReduce(%g)" right after the node that produces each parameter gradient, so
-// that it can start as soon as the gradient is ready, and makes %g' the gradient output.
+// that it can start as soon as the gradient is ready, and makes %g' the gradient output. The
+// AllReduce sums: a mean's 1/world is divided out by the optimizer with the loss scale, which
+// saves a pass over every gradient.
 class InsertAllReducePass : public Pass {
  public:
-  explicit InsertAllReducePass(bool gradients_mean) : gradients_mean_(gradients_mean) {}
   absl::string_view name() const override { return "InsertAllReduce"; }
 
   absl::Status Run(Graph& graph, PassContext&) override {
@@ -19,7 +20,7 @@ class InsertAllReducePass : public Pass {
       if (output.kind != OutputKind::kGradient) continue;
       any = true;
       Value* gradient = output.value;
-      const Attrs attrs{{"op", std::string(gradients_mean_ ? "avg" : "sum")},
+      const Attrs attrs{{"op", std::string("sum")},
                         {"group", std::string(kWorldGroup)},
                         {"fusion", int64_t{0}},
                         {"bytes", static_cast<int64_t>(gradient->bytes())}};
@@ -34,15 +35,12 @@ class InsertAllReducePass : public Pass {
     }
     return absl::OkStatus();
   }
-
- private:
-  bool gradients_mean_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> CreateInsertAllReducePass(bool gradients_mean) {
-  return std::make_unique<InsertAllReducePass>(gradients_mean);
+std::unique_ptr<Pass> CreateInsertAllReducePass() {
+  return std::make_unique<InsertAllReducePass>();
 }
 
 }  // namespace lockstep::parallel

@@ -1,7 +1,8 @@
 #pragma once
 
 // The data-parallel passes, run right after Autodiff:
-//   InsertAllReduce: every parameter gradient gets an AllReduce over the group (in place).
+//   InsertAllReduce: every parameter gradient gets a summing AllReduce over the group (in
+//   place); ParallelOptions::gradients_mean is the optimizer's to apply.
 //   FuseAllReduce: those AllReduce nodes are merged into buckets of about fusion_threshold_mb,
 //   each a byte range of the flat gradient buffer, numbered by the "fusion" attribute.
 
@@ -12,7 +13,7 @@
 
 namespace lockstep::parallel {
 
-std::unique_ptr<Pass> CreateInsertAllReducePass(bool gradients_mean);
+std::unique_ptr<Pass> CreateInsertAllReducePass();
 std::unique_ptr<Pass> CreateFuseAllReducePass(const ParallelOptions& options);
 
 }  // namespace lockstep::parallel

@@ -38,7 +38,7 @@ TEST(DataParallelTest, EveryGradientIsReducedOnceInContiguousBuckets) {
   for (size_t b = 0; b < buckets.size(); ++b) {
     const Node& node = *buckets[b];
     EXPECT_EQ(node.attrs.GetInt("fusion"), static_cast<int64_t>(b + 1));
-    EXPECT_EQ(node.attrs.GetString("op"), "avg");
+    EXPECT_EQ(node.attrs.GetString("op"), "sum");
     // Inputs in memory order, back to back (up to alignment) in the gradient buffer.
     size_t end = node.inputs[0]->alloc.offset;
     for (const Value* input : node.inputs) {

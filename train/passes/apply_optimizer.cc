@@ -27,7 +27,7 @@ class ApplyOptimizerPass : public Pass {
                       {"weight_decay", options_.weight_decay},
                       {"nesterov", options_.nesterov},
                       {"loss_scale", ctx.autodiff.loss_scale *
-                                         static_cast<double>(options_.accumulation_steps)}};
+                                         static_cast<double>(options_.accumulation_steps * options_.replicas)}};
     const size_t prefix = GradientName("").size();
     for (const GraphOutput& gradient : gradients) {
       const std::string parameter = gradient.name.substr(prefix);

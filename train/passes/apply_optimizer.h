@@ -15,6 +15,9 @@ struct ApplyOptimizerOptions {
   // Micro-batches summed into each gradient (gradient accumulation): divided out with the loss
   // scale, so an update sees the mean gradient of the whole batch.
   int64_t accumulation_steps = 1;
+  // Data-parallel replicas whose summed gradients an update averages (1 when they are summed):
+  // divided out with the loss scale, saving the AllReduce a division pass.
+  int64_t replicas = 1;
   // The f32[] data input the caller writes the learning rate into before each step; added
   // when the graph has none.
   std::string lr_input = "lr";
