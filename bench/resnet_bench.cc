@@ -14,9 +14,13 @@
 //
 // --profile times every kernel of the step and prints where the time goes, by op and by node.
 // --conv compares each convolution inside the graph (GFLOP/s) with the bare oneDNN primitive on
-// the same shapes and layouts, its weights already in the primitive's preferred layout.
+// the same shapes and layouts, its weights already in the primitive's preferred layout, timed
+// twice: rerun back to back (hot: its operands stay in the caches, which a step never has for
+// long) and after evicting the caches each time (cold: its operands come from DRAM).
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -129,11 +133,13 @@ class BareConv {
     }
   }
 
-  // Seconds per execution: the median of `reps` after one warm-up.
-  double Time(int reps) {
+  // Seconds per execution: the median of `reps` after one warm-up; with `cold`, every execution
+  // starts after the caches were evicted.
+  double Time(int reps, bool cold) {
     dnnl::stream& stream = dnnl_util::CpuStream();
     std::vector<double> times;
     for (int i = 0; i <= reps; ++i) {
+      if (cold) EvictCaches();
       const Clock::time_point start = Clock::now();
       primitive_.execute(stream, args_);
       stream.wait();
@@ -152,6 +158,18 @@ class BareConv {
     }
   }
 
+  // Writes twice the last-level cache's size, on every thread oneDNN runs on.
+  static void EvictCaches() {
+    static std::vector<char> buffer(2 * LastLevelCacheBytes());
+    const int64_t size = static_cast<int64_t>(buffer.size());
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < size; i += 64) buffer[i] = static_cast<char>(buffer[i] + 1);
+  }
+  static size_t LastLevelCacheBytes() {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return l3 > 0 ? static_cast<size_t>(l3) : size_t{64} << 20;
+  }
+
   dnnl::engine& engine_ = dnnl_util::CpuEngine();
   dnnl::primitive primitive_;
   std::unordered_map<int, dnnl::memory> args_;
@@ -160,36 +178,43 @@ class BareConv {
 // In-graph time of every convolution (profiled over `steps`) against its bare primitive.
 void PrintConvComparison(const Executor& executor, int steps) {
   struct Totals {
-    double graph = 0.0, bare = 0.0, flops = 0.0;
+    double graph = 0.0, hot = 0.0, cold = 0.0, flops = 0.0;
+    void Add(const Totals& other) {
+      graph += other.graph;
+      hot += other.hot;
+      cold += other.cold;
+      flops += other.flops;
+    }
   };
   std::map<std::string, Totals> by_op;
-  std::vector<std::tuple<double, std::string, double, double>> worst;  // (lost, name, graph, bare)
+  std::vector<std::tuple<double, std::string, double, double>> worst;  // (lost, name, graph, hot)
   for (const Executor::NodeTime& t : executor.Profile()) {
     if (!IsConv(*t.node)) continue;
-    const double graph = t.seconds / steps;
-    const double bare = BareConv(*t.node).Time(steps);
-    Totals& totals = by_op[t.node->op->name()];
-    totals.graph += graph;
-    totals.bare += bare;
-    totals.flops += ConvFlops(*t.node);
-    worst.emplace_back(graph - bare, t.node->name, ConvFlops(*t.node) / graph * 1e-9,
-                       ConvFlops(*t.node) / bare * 1e-9);
+    BareConv bare(*t.node);
+    const Totals node{.graph = t.seconds / steps,
+                      .hot = bare.Time(steps, /*cold=*/false),
+                      .cold = bare.Time(steps, /*cold=*/true),
+                      .flops = ConvFlops(*t.node)};
+    by_op[t.node->op->name()].Add(node);
+    worst.emplace_back(node.graph - node.hot, t.node->name, node.flops / node.graph * 1e-9,
+                       node.flops / node.hot * 1e-9);
   }
-  Totals all;
-  std::cout << "  convolutions: GFLOP/s in the graph vs the bare oneDNN primitive\n";
-  for (const auto& [op, totals] : by_op) {
+  auto print = [](const std::string& name, const Totals& totals) {
+    auto gflops = [&](double seconds) { return totals.flops / seconds * 1e-9; };
     std::cout << absl::StrFormat(
-        "  %-22s %8.2f ms %7.1f GFLOP/s | bare %8.2f ms %7.1f GFLOP/s | %.2fx\n", op,
-        totals.graph * 1e3, totals.flops / totals.graph * 1e-9, totals.bare * 1e3,
-        totals.flops / totals.bare * 1e-9, totals.bare / totals.graph);
-    all.graph += totals.graph;
-    all.bare += totals.bare;
-    all.flops += totals.flops;
+        "  %-22s %8.2f ms %6.1f | hot %8.2f ms %6.1f %.2fx | cold %8.2f ms %6.1f %.2fx\n", name,
+        totals.graph * 1e3, gflops(totals.graph), totals.hot * 1e3, gflops(totals.hot),
+        totals.hot / totals.graph, totals.cold * 1e3, gflops(totals.cold),
+        totals.cold / totals.graph);
+  };
+  std::cout << "  convolutions: in the graph vs the bare oneDNN primitive, hot and cold caches "
+               "(ms per step, GFLOP/s, bare time / graph time)\n";
+  Totals all;
+  for (const auto& [op, totals] : by_op) {
+    print(op, totals);
+    all.Add(totals);
   }
-  std::cout << absl::StrFormat(
-      "  %-22s %8.2f ms %7.1f GFLOP/s | bare %8.2f ms %7.1f GFLOP/s | %.2fx\n", "all",
-      all.graph * 1e3, all.flops / all.graph * 1e-9, all.bare * 1e3, all.flops / all.bare * 1e-9,
-      all.bare / all.graph);
+  print("all", all);
   std::sort(worst.rbegin(), worst.rend());
   std::cout << "  most time lost against the bare primitive (GFLOP/s graph | bare):\n";
   for (size_t i = 0; i < std::min<size_t>(worst.size(), 6); ++i) {

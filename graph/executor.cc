@@ -65,17 +65,21 @@ absl::Status Executor::ShareBuffers(const Executor& other) {
     for (const Node* node : graph_->InputNodes(role)) {
       const Node* theirs = other.graph_->FindInput(node->name);
       const Value& mine = *node->output();
+      auto describe = [](const Value& value) {
+        return absl::StrCat(TypeToString(value.type), " ", LayoutName(value.layout),
+                            " at offset ", value.alloc.offset);
+      };
       if (theirs == nullptr || theirs->role() != role || theirs->output()->type != mine.type ||
+          theirs->output()->layout != mine.layout ||
           theirs->output()->alloc.offset != mine.alloc.offset) {
-        std::string found = theirs == nullptr
-                                ? "no such input"
-                                : absl::StrCat(InputRoleName(theirs->role()), " ",
-                                               TypeToString(theirs->output()->type), " at offset ",
-                                               theirs->output()->alloc.offset);
-        return absl::InvalidArgumentError(
-            absl::StrCat("cannot share buffers: ", InputRoleName(role), " '", node->name, "' is ",
-                         TypeToString(mine.type), " at offset ", mine.alloc.offset,
-                         ", the other graph has ", found));
+        std::string found =
+            theirs == nullptr
+                ? "no such input"
+                : absl::StrCat(InputRoleName(theirs->role()), " ", describe(*theirs->output()));
+        return absl::InvalidArgumentError(absl::StrCat("cannot share buffers: ",
+                                                       InputRoleName(role), " '", node->name,
+                                                       "' is ", describe(mine),
+                                                       ", the other graph has ", found));
       }
     }
   }
@@ -148,18 +152,63 @@ void Executor::ResetProfile() {
   for (Step& step : steps_) step.seconds = 0.0;
 }
 
-absl::StatusOr<Tensor> Executor::Input(absl::string_view name) const {
+absl::StatusOr<const Value*> Executor::FindInput(absl::string_view name) const {
   const Node* node = graph_->FindInput(name);
   if (node == nullptr) return absl::NotFoundError(absl::StrCat("graph has no input '", name, "'"));
-  return ViewOf(*node->output());
+  return node->output();
 }
 
-absl::StatusOr<Tensor> Executor::Output(absl::string_view name) const {
+absl::StatusOr<const Value*> Executor::FindOutput(absl::string_view name) const {
   const GraphOutput* output = graph_->FindOutput(name);
   if (output == nullptr) {
     return absl::NotFoundError(absl::StrCat("graph has no output '", name, "'"));
   }
-  return ViewOf(*output->value);
+  return output->value;
+}
+
+absl::StatusOr<Tensor> Executor::PlainView(const Value& value, absl::string_view name) const {
+  if (value.layout != Layout::kPlain) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "'", name, "' is kept in layout ", LayoutName(value.layout),
+        ", not plain: use ReadInput, WriteInput or ReadOutput for a plain copy"));
+  }
+  return ViewOf(value);
+}
+
+absl::StatusOr<Tensor> Executor::PlainCopy(const Value& value) const {
+  Tensor plain = Tensor::Empty(value.shape(), value.dtype());
+  LS_RETURN_IF_ERROR(ReorderInto(ViewOf(value), value.layout, plain, Layout::kPlain));
+  return plain;
+}
+
+absl::StatusOr<Tensor> Executor::Input(absl::string_view name) const {
+  LS_ASSIGN_OR_RETURN(const Value* value, FindInput(name));
+  return PlainView(*value, name);
+}
+
+absl::StatusOr<Tensor> Executor::Output(absl::string_view name) const {
+  LS_ASSIGN_OR_RETURN(const Value* value, FindOutput(name));
+  return PlainView(*value, name);
+}
+
+absl::StatusOr<Tensor> Executor::ReadInput(absl::string_view name) const {
+  LS_ASSIGN_OR_RETURN(const Value* value, FindInput(name));
+  return PlainCopy(*value);
+}
+
+absl::StatusOr<Tensor> Executor::ReadOutput(absl::string_view name) const {
+  LS_ASSIGN_OR_RETURN(const Value* value, FindOutput(name));
+  return PlainCopy(*value);
+}
+
+absl::Status Executor::WriteInput(absl::string_view name, const Tensor& plain) const {
+  LS_ASSIGN_OR_RETURN(const Value* value, FindInput(name));
+  if (plain.shape() != value->shape() || plain.dtype() != value->dtype()) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", name, "' is ",
+                                                   TypeToString(value->type), ", got ",
+                                                   DTypeName(plain.dtype()), ShapeToString(plain.shape())));
+  }
+  return ReorderInto(plain, Layout::kPlain, ViewOf(*value), value->layout);
 }
 
 }  // namespace lockstep

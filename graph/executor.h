@@ -40,9 +40,15 @@ class Executor {
   void ResetProfile();
 
   // Views into the executor's memory: write inputs, parameters and state before Run, read
-  // outputs (results, gradients, updates) after it.
+  // outputs (results, gradients, updates) after it. Only for values kept in the plain layout
+  // (data inputs and results always are); the others are refused with the layout named.
   absl::StatusOr<Tensor> Input(absl::string_view name) const;
   absl::StatusOr<Tensor> Output(absl::string_view name) const;
+  // Plain copies in and out, whatever layout the graph keeps the value in: parameters, their
+  // gradients and moments may be blocked (convolution weights are).
+  absl::StatusOr<Tensor> ReadInput(absl::string_view name) const;
+  absl::Status WriteInput(absl::string_view name, const Tensor& plain) const;
+  absl::StatusOr<Tensor> ReadOutput(absl::string_view name) const;
   // The flat buffers: every parameter (and its gradient) is a view into these.
   const Tensor& parameters() const { return regions_[Index(Region::kParameters)]; }
   const Tensor& gradients() const { return regions_[Index(Region::kGradients)]; }
@@ -53,6 +59,11 @@ class Executor {
   static constexpr size_t Index(Region region) { return static_cast<size_t>(region); }
   explicit Executor(std::unique_ptr<Graph> graph) : graph_(std::move(graph)) {}
   Tensor ViewOf(const Value& value) const;
+  absl::StatusOr<const Value*> FindInput(absl::string_view name) const;
+  absl::StatusOr<const Value*> FindOutput(absl::string_view name) const;
+  // The view of `value`, refused when it is not plain.
+  absl::StatusOr<Tensor> PlainView(const Value& value, absl::string_view name) const;
+  absl::StatusOr<Tensor> PlainCopy(const Value& value) const;
   absl::Status ShareBuffers(const Executor& other);
 
   struct Step {

@@ -1,6 +1,7 @@
 #include "graph/kernel.h"
 
 #include "core/logging.h"
+#include "graph/builder.h"
 
 namespace lockstep {
 
@@ -21,9 +22,23 @@ LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>&
   return choice;
 }
 
+LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& producer_layouts) {
+  LayoutChoice choice{producer_layouts, {}};
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    choice.outputs.push_back(i < producer_layouts.size() ? producer_layouts[i] : Layout::kPlain);
+  }
+  return choice;
+}
+
+Layout WeightLayoutIfEligible(const Value& value) {
+  return LayoutEligible(NativeWeightLayout(), value.shape(), value.dtype()) ? NativeWeightLayout()
+                                                                            : Layout::kPlain;
+}
+
 Layout BlockedIfEligible(const Value& value) {
-  return BlockedLayoutEligible(value.shape(), value.dtype()) ? NativeBlockedLayout()
-                                                             : Layout::kPlain;
+  return LayoutEligible(NativeBlockedLayout(), value.shape(), value.dtype())
+             ? NativeBlockedLayout()
+             : Layout::kPlain;
 }
 
 LayoutChoice BlockedWhereEligible(const Node& node, const std::vector<Layout>&) {
@@ -31,6 +46,27 @@ LayoutChoice BlockedWhereEligible(const Node& node, const std::vector<Layout>&) 
   for (const Value* input : node.inputs) choice.inputs.push_back(BlockedIfEligible(*input));
   for (const auto& output : node.outputs) choice.outputs.push_back(BlockedIfEligible(*output));
   return choice;
+}
+
+absl::Status ReorderInto(const Tensor& from, Layout from_layout, Tensor to, Layout to_layout) {
+  LS_CHECK(from.shape() == to.shape() && from.dtype() == to.dtype())
+      << "reorder of " << ShapeToString(from.shape()) << " into " << ShapeToString(to.shape());
+  if (from_layout == to_layout) {
+    to.CopyFrom(from);
+    return absl::OkStatus();
+  }
+  Graph graph;
+  Builder b(&graph);
+  Value* x = b.Input("x", from.shape(), from.dtype());
+  Value* y = b.Op1("Reorder", {x}, {{"layout", std::string(LayoutName(to_layout))}});
+  LS_RETURN_IF_ERROR(b.status());
+  x->layout = from_layout;
+  y->layout = to_layout;
+  LS_ASSIGN_OR_RETURN(const KernelDef* def,
+                      KernelRegistry::Global().Find(*y->producer, DeviceType::kCPU));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, def->create(*y->producer));
+  Tensor workspace = Tensor::Empty({static_cast<int64_t>(kernel->WorkspaceBytes())}, DType::kU8);
+  return kernel->Run({.inputs = {from}, .outputs = {to}, .workspace = workspace.raw_data()});
 }
 
 KernelRegistry& KernelRegistry::Global() {

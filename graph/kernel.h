@@ -50,10 +50,14 @@ using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<Kernel>>(cons
 LayoutChoice PlainLayouts(const Node& node, const std::vector<Layout>& producer_layouts);
 // Element-wise ops: inputs and outputs of the same shape share input 0's layout.
 LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>& producer_layouts);
+// In-place ops on several values (collectives): output i keeps the layout of input i.
+LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& producer_layouts);
 // The native blocked layout for a value that can use it, else plain.
 Layout BlockedIfEligible(const Value& value);
 // oneDNN ops: every input and output blocked where eligible, the rest plain.
 LayoutChoice BlockedWhereEligible(const Node& node, const std::vector<Layout>& producer_layouts);
+// NativeWeightLayout() for convolution weights (O, I, KH, KW) that can use it, else plain.
+Layout WeightLayoutIfEligible(const Value& value);
 
 struct KernelDef {
   std::string op;
@@ -70,6 +74,10 @@ KernelFactory MakeFactory() {
     return std::make_unique<K>(node);
   };
 }
+
+// Copies a CPU tensor `from` into `to` (same shape and dtype) between layouts, by the
+// registered Reorder kernel: how parameters kept blocked are read and written from the host.
+absl::Status ReorderInto(const Tensor& from, Layout from_layout, Tensor to, Layout to_layout);
 
 class KernelRegistry {
  public:

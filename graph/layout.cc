@@ -1,6 +1,20 @@
 #include "graph/layout.h"
 
 namespace lockstep {
+namespace {
+
+constexpr Layout kAllLayouts[] = {Layout::kPlain, Layout::kNChw8c, Layout::kNChw16c,
+                                  Layout::kOIhw8i8o, Layout::kOIhw16i16o};
+
+bool HasAvx512() {
+  // The same features oneDNN requires for its avx512_core kernels.
+  static const bool avx512 =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return avx512;
+}
+
+}  // namespace
 
 const char* LayoutName(Layout layout) {
   switch (layout) {
@@ -10,12 +24,16 @@ const char* LayoutName(Layout layout) {
       return "nChw8c";
     case Layout::kNChw16c:
       return "nChw16c";
+    case Layout::kOIhw8i8o:
+      return "OIhw8i8o";
+    case Layout::kOIhw16i16o:
+      return "OIhw16i16o";
   }
   return "?";
 }
 
 bool ParseLayout(const std::string& name, Layout* layout) {
-  for (Layout candidate : {Layout::kPlain, Layout::kNChw8c, Layout::kNChw16c}) {
+  for (Layout candidate : kAllLayouts) {
     if (name == LayoutName(candidate)) {
       *layout = candidate;
       return true;
@@ -24,19 +42,26 @@ bool ParseLayout(const std::string& name, Layout* layout) {
   return false;
 }
 
-Layout NativeBlockedLayout() {
-  // The same features oneDNN requires for its avx512_core kernels.
-  static const Layout layout =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")
-          ? Layout::kNChw16c
-          : Layout::kNChw8c;
-  return layout;
-}
+Layout NativeBlockedLayout() { return HasAvx512() ? Layout::kNChw16c : Layout::kNChw8c; }
 
-bool BlockedLayoutEligible(const Shape& shape, DType dtype) {
-  const int64_t block = NativeBlockedLayout() == Layout::kNChw16c ? 16 : 8;
-  return dtype == DType::kF32 && shape.size() == 4 && shape[1] % block == 0;
+Layout NativeWeightLayout() { return HasAvx512() ? Layout::kOIhw16i16o : Layout::kOIhw8i8o; }
+
+bool LayoutEligible(Layout layout, const Shape& shape, DType dtype) {
+  if (layout == Layout::kPlain) return true;
+  if (dtype != DType::kF32 || shape.size() != 4) return false;
+  switch (layout) {
+    case Layout::kNChw8c:
+      return shape[1] % 8 == 0;
+    case Layout::kNChw16c:
+      return shape[1] % 16 == 0;
+    case Layout::kOIhw8i8o:
+      return shape[0] % 8 == 0 && shape[1] % 8 == 0;
+    case Layout::kOIhw16i16o:
+      return shape[0] % 16 == 0 && shape[1] % 16 == 0;
+    case Layout::kPlain:
+      break;
+  }
+  return true;
 }
 
 }  // namespace lockstep

@@ -14,8 +14,7 @@ absl::StatusOr<std::vector<TensorType>> InferReorder(const InferContext& ctx) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown layout '", ctx.attrs.GetString("layout"), "'"));
   }
-  if (layout != Layout::kPlain &&
-      !BlockedLayoutEligible(ctx.inputs[0].shape, ctx.inputs[0].dtype)) {
+  if (!LayoutEligible(layout, ctx.inputs[0].shape, ctx.inputs[0].dtype)) {
     return absl::InvalidArgumentError(
         absl::StrCat(TypeToString(ctx.inputs[0]), " cannot use layout ", LayoutName(layout)));
   }

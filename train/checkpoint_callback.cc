@@ -28,7 +28,7 @@ absl::Status CheckCompiled(const Model& model) {
   return absl::OkStatus();
 }
 
-// Views of every parameter and state input of the training graph, by name, and the data
+// Plain copies of every parameter and state input of the training graph, by name, and the data
 // position's scalars.
 absl::StatusOr<ckpt::RankState> ModelState(const Model& model) {
   LS_RETURN_IF_ERROR(CheckCompiled(model));
@@ -167,6 +167,9 @@ absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& direc
   LS_ASSIGN_OR_RETURN(ckpt::RankState state, ModelState(model));
   LS_ASSIGN_OR_RETURN(bool found, manager.Resume(&state));
   if (!found) return false;
+  for (const ckpt::NamedTensor& tensor : state.tensors) {
+    LS_RETURN_IF_ERROR(model.SetVariable(tensor.name, tensor.tensor));
+  }
   model.SetTrainPosition(state.global_step, state.scalars.at(kDataEpochName),
                          state.scalars.at(kDataBatchName));
   return true;

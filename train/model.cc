@@ -143,8 +143,9 @@ absl::Status Model::SynchronizeReplicas() const {
 // Parameter i draws from Philox stream i of the seed; moments start at zero.
 absl::Status Model::InitializeVariables() {
   for (size_t i = 0; i < parameters_.size(); ++i) {
-    LS_ASSIGN_OR_RETURN(Tensor value, train_.executor->Input(parameters_[i].name));
+    Tensor value = Tensor::Empty(parameters_[i].shape, DType::kF32);
     parameters_[i].init.Fill(Philox(options_.seed, i), value);
+    LS_RETURN_IF_ERROR(train_.executor->WriteInput(parameters_[i].name, value));
   }
   return absl::OkStatus();
 }
@@ -291,7 +292,7 @@ void Model::SetTrainPosition(int64_t global_step, int64_t epochs_done, int64_t s
   start_batch_ = start_batch;
 }
 
-absl::StatusOr<Tensor> Model::Variable(absl::string_view name) const {
+absl::Status Model::CheckVariable(absl::string_view name) const {
   if (train_.executor == nullptr) {
     return absl::FailedPreconditionError("the model is not compiled yet");
   }
@@ -299,7 +300,17 @@ absl::StatusOr<Tensor> Model::Variable(absl::string_view name) const {
   if (input == nullptr || input->role() == InputRole::kData) {
     return absl::NotFoundError(absl::StrCat("the model has no parameter or state '", name, "'"));
   }
-  return train_.executor->Input(name);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Model::Variable(absl::string_view name) const {
+  LS_RETURN_IF_ERROR(CheckVariable(name));
+  return train_.executor->ReadInput(name);
+}
+
+absl::Status Model::SetVariable(absl::string_view name, const Tensor& value) {
+  LS_RETURN_IF_ERROR(CheckVariable(name));
+  return train_.executor->WriteInput(name, value);
 }
 
 }  // namespace lockstep::train

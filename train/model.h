@@ -80,8 +80,11 @@ class Model {
   // The eval graph on one batch of any size.
   absl::StatusOr<BatchResult> EvalBatch(const Batch& batch);
 
-  // A parameter or state (running statistics, moments) by name: a view of the flat buffers.
+  // A parameter or state (running statistics, moments) by name: a plain copy (the flat buffers
+  // keep convolution weights and their moments blocked).
   absl::StatusOr<Tensor> Variable(absl::string_view name) const;
+  // Overwrites a parameter or state with a plain tensor of its shape and dtype.
+  absl::Status SetVariable(absl::string_view name, const Tensor& value);
   const std::vector<ParameterSpec>& parameters() const { return parameters_; }
   // The training executor (null before Compile), e.g. to profile it.
   Executor* train_executor() const { return train_.executor.get(); }
@@ -109,6 +112,8 @@ class Model {
   absl::StatusOr<Executor*> EvalExecutor(int64_t batch_size);
   absl::Status RunEpoch(DataSource& data, const Callbacks& callbacks);
   absl::Status InitializeVariables();
+  // The training graph's parameter or state input `name`.
+  absl::Status CheckVariable(absl::string_view name) const;
 
   LayerPtr net_;
   Loss loss_;

@@ -1,8 +1,12 @@
 // Layout assignment: each kernel says which layout it wants for its inputs and which it
 // produces; where a producer and a consumer disagree, a Reorder node goes in between (one per
-// value and layout, shared by all readers). Graph outputs are always plain.
+// value and layout, shared by all readers). Parameters and state are stored in the layout their
+// first reader wants (convolution weights blocked, moments like their parameter), since the
+// graph owns their memory; data inputs and results stay plain, for the caller. Gradients and
+// updates keep their layout: they live in the flat buffers beside their parameter.
 
 #include <map>
+#include <set>
 #include <utility>
 
 #include "graph/kernel.h"
@@ -19,6 +23,7 @@ class AssignLayoutsPass : public Pass {
   absl::Status Run(Graph& graph, PassContext& ctx) override {
     LS_ASSIGN_OR_RETURN(reorder_op_, OpRegistry::Global().Find("Reorder"));
     reorders_.clear();
+    stored_.clear();
     std::vector<Node*> order;
     for (const auto& node : graph.nodes()) order.push_back(node.get());
     for (Node* node : order) {
@@ -29,13 +34,20 @@ class AssignLayoutsPass : public Pass {
       for (const Value* input : node->inputs) producer_layouts.push_back(input->layout);
       LayoutChoice choice = def->layouts(*node, producer_layouts);
       for (size_t i = 0; i < node->inputs.size(); ++i) {
-        node->inputs[i] = Convert(graph, node->inputs[i], choice.inputs[i], node);
+        Value* input = node->inputs[i];
+        if (input->producer->IsInput() && input->producer->role() != InputRole::kData &&
+            stored_.insert(input).second) {
+          input->layout = choice.inputs[i];
+        }
+        node->inputs[i] = Convert(graph, input, choice.inputs[i], node);
       }
       for (size_t i = 0; i < node->outputs.size(); ++i)
         node->outputs[i]->layout = choice.outputs[i];
     }
     for (GraphOutput& output : graph.outputs()) {
-      output.value = Convert(graph, output.value, Layout::kPlain, nullptr);
+      if (output.kind == OutputKind::kResult) {
+        output.value = Convert(graph, output.value, Layout::kPlain, nullptr);
+      }
     }
     return absl::OkStatus();
   }
@@ -58,6 +70,7 @@ class AssignLayoutsPass : public Pass {
 
   const OpDef* reorder_op_ = nullptr;
   std::map<std::pair<Value*, Layout>, Value*> reorders_;
+  std::set<const Value*> stored_;  // parameters and state whose layout is decided
 };
 
 }  // namespace

@@ -1,7 +1,10 @@
 // oneDNN kernels for Conv2D and its backprop ops. Activations use the CPU's native blocked
-// layout whenever their shape allows it, so consecutive oneDNN nodes never reorder; the weights
-// stay plain (O, C/G, KH, KW) in the graph (they live in flat parameter and gradient buffers),
-// and each kernel reorders them to and from the layout its primitive prefers, in its scratch.
+// layout whenever their shape allows it, so consecutive oneDNN nodes never reorder. Ungrouped
+// weights use the native blocked weight layout (OIhw8i8o or OIhw16i16o), which is what the
+// forward and filter-gradient primitives prefer: the parameter, its gradient and its moment are
+// kept in it, and only the input-gradient kernel reorders the weights each step (its primitive
+// wants the blocks transposed). Where a primitive prefers another layout than the graph's, its
+// kernel reorders to and from it in its scratch.
 
 #include <algorithm>
 #include <string>
@@ -19,22 +22,22 @@ using dnnl::memory;
 // layouts the graph assigned, whichever of them the node reads or writes.
 struct ConvDescs {
   memory::desc src, dst;
-  memory::desc weights;      // plain: oihw, or goihw (G, O/G, C/G, KH, KW) with groups
+  memory::desc weights;      // as the graph keeps them; goihw (G, O/G, C/G, KH, KW) with groups
   memory::desc any_weights;  // the same dims, layout left to oneDNN
   memory::dims strides, dilates, padding;
 };
 
-// With x and y in the given layouts (the layout pass asks before values have theirs).
+// With x, w and y in the given layouts (the layout pass asks before values have theirs).
 ConvDescs MakeConvDescs(const Node& node, const TensorType& x, Layout x_layout, const Shape& w,
-                        const TensorType& y, Layout y_layout) {
+                        Layout w_layout, const TensorType& y, Layout y_layout) {
   const int64_t groups = node.attrs.GetInt("groups");
   const memory::dims weight_dims =
       groups == 1 ? dnnl_util::Dims(w) : memory::dims{groups, w[0] / groups, w[1], w[2], w[3]};
-  const auto weight_tag = groups == 1 ? memory::format_tag::oihw : memory::format_tag::goihw;
   const auto f32 = memory::data_type::f32;
   ConvDescs d{.src = dnnl_util::Desc(x.shape, x.dtype, x_layout),
               .dst = dnnl_util::Desc(y.shape, y.dtype, y_layout),
-              .weights = memory::desc(weight_dims, f32, weight_tag),
+              .weights = groups == 1 ? dnnl_util::Desc(w, DType::kF32, w_layout)
+                                     : memory::desc(weight_dims, f32, memory::format_tag::goihw),
               .any_weights = memory::desc(weight_dims, f32, memory::format_tag::any),
               .strides = dnnl_util::Dims(node.attrs.GetInts("stride")),
               .dilates = dnnl_util::Dims(node.attrs.GetInts("dilation")),
@@ -44,9 +47,9 @@ ConvDescs MakeConvDescs(const Node& node, const TensorType& x, Layout x_layout, 
   return d;
 }
 
-// With x and y in the layouts the graph assigned.
-ConvDescs MakeConvDescs(const Node& node, const Value& x, const Shape& w, const Value& y) {
-  return MakeConvDescs(node, x.type, x.layout, w, y.type, y.layout);
+// With x, w and y in the layouts the graph assigned.
+ConvDescs MakeConvDescs(const Node& node, const Value& x, const Value& w, const Value& y) {
+  return MakeConvDescs(node, x.type, x.layout, w.shape(), w.layout, y.type, y.layout);
 }
 
 // The forward primitive; the backprop kernels pass it to oneDNN as their hint.
@@ -57,19 +60,19 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const ConvDescs& d) {
   return {desc, dnnl_util::ScratchpadAttr(), dnnl_util::CpuEngine()};
 }
 
-// Weights kept plain in the graph but used by a primitive in the layout it prefers: a slot in
-// the kernel's scratch, after the scratchpads, holds them in that layout. Idle when the
-// preferred layout is plain.
+// Weights used by a primitive in another layout than the graph keeps them in: a slot in the
+// kernel's scratch, after the scratchpads, holds them in the primitive's layout. Idle when the
+// two layouts agree.
 class PreferredWeights {
  public:
-  // Reorders plain -> preferred before the primitive (inputs), or preferred -> plain after it
+  // Reorders stored -> preferred before the primitive (inputs), or preferred -> stored after it
   // (the filter gradient). `primitive_scratchpad`: bytes the primitive's scratchpad takes.
-  PreferredWeights(const memory::desc& plain, const memory::desc& preferred, bool into_preferred,
+  PreferredWeights(const memory::desc& stored, const memory::desc& preferred, bool into_preferred,
                    size_t primitive_scratchpad)
       : into_preferred_(into_preferred), slot_offset_(AlignUp(primitive_scratchpad)) {
-    if (plain == preferred) return;
-    const memory::desc& from = into_preferred ? plain : preferred;
-    const memory::desc& to = into_preferred ? preferred : plain;
+    if (stored == preferred) return;
+    const memory::desc& from = into_preferred ? stored : preferred;
+    const memory::desc& to = into_preferred ? preferred : stored;
     dnnl::engine& engine = dnnl_util::CpuEngine();
     dnnl::reorder::primitive_desc pd(engine, from, engine, to, dnnl_util::ScratchpadAttr());
     reorder_ = dnnl_util::DnnlStep(dnnl::reorder(pd), pd.scratchpad_desc());
@@ -82,16 +85,16 @@ class PreferredWeights {
   }
 
   size_t WorkspaceBytes() const { return slot_offset_ + slot_bytes_; }
-  // Where the primitive finds the weights: the plain tensor, or the slot.
-  void* Buffer(void* plain, void* workspace) const {
-    return active_ ? static_cast<char*>(workspace) + slot_offset_ : plain;
+  // Where the primitive finds the weights: the graph's tensor, or the slot.
+  void* Buffer(void* stored, void* workspace) const {
+    return active_ ? static_cast<char*>(workspace) + slot_offset_ : stored;
   }
   // Run before the primitive when reordering into the preferred layout, after it otherwise.
-  absl::Status Reorder(void* plain, void* workspace) {
+  absl::Status Reorder(void* stored, void* workspace) {
     if (!active_) return absl::OkStatus();
-    void* slot = Buffer(plain, workspace);
-    return reorder_.Run({{DNNL_ARG_FROM, into_preferred_ ? plain : slot},
-                         {DNNL_ARG_TO, into_preferred_ ? slot : plain}},
+    void* slot = Buffer(stored, workspace);
+    return reorder_.Run({{DNNL_ARG_FROM, into_preferred_ ? stored : slot},
+                         {DNNL_ARG_TO, into_preferred_ ? slot : stored}},
                         workspace);
   }
 
@@ -107,11 +110,11 @@ class Conv2DKernel : public Kernel {
  public:
   explicit Conv2DKernel(const Node& node)
       : Conv2DKernel(
-            MakeConvDescs(node, *node.inputs[0], node.inputs[1]->shape(), *node.output())) {}
+            MakeConvDescs(node, *node.inputs[0], *node.inputs[1], *node.output())) {}
   size_t WorkspaceBytes() const override { return weights_.WorkspaceBytes(); }
 
   absl::Status Run(const KernelIO& io) override {
-    void* w = io.inputs[1].raw_data();  // (O, C/G, KH, KW)
+    void* w = io.inputs[1].raw_data();  // (O, C/G, KH, KW) in the graph's layout
     LS_RETURN_IF_ERROR(weights_.Reorder(w, io.workspace));
     return conv_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},  // (N, C, H, W)
                       {DNNL_ARG_WEIGHTS, weights_.Buffer(w, io.workspace)},
@@ -145,11 +148,11 @@ class Conv2DBackpropInputKernel : public Kernel {
  public:
   explicit Conv2DBackpropInputKernel(const Node& node)
       : Conv2DBackpropInputKernel(
-            MakeConvDescs(node, *node.output(), node.inputs[1]->shape(), *node.inputs[0])) {}
+            MakeConvDescs(node, *node.output(), *node.inputs[1], *node.inputs[0])) {}
   size_t WorkspaceBytes() const override { return weights_.WorkspaceBytes(); }
 
   absl::Status Run(const KernelIO& io) override {
-    void* w = io.inputs[1].raw_data();  // (O, C/G, KH, KW)
+    void* w = io.inputs[1].raw_data();  // (O, C/G, KH, KW) in the graph's layout
     LS_RETURN_IF_ERROR(weights_.Reorder(w, io.workspace));
     return conv_.Run({{DNNL_ARG_DIFF_DST, io.inputs[0].raw_data()},  // (N, O, OH, OW)
                       {DNNL_ARG_WEIGHTS, weights_.Buffer(w, io.workspace)},
@@ -185,11 +188,11 @@ class Conv2DBackpropFilterKernel : public Kernel {
  public:
   explicit Conv2DBackpropFilterKernel(const Node& node)
       : Conv2DBackpropFilterKernel(
-            MakeConvDescs(node, *node.inputs[0], node.output()->shape(), *node.inputs[1])) {}
+            MakeConvDescs(node, *node.inputs[0], *node.output(), *node.inputs[1])) {}
   size_t WorkspaceBytes() const override { return weights_.WorkspaceBytes(); }
 
   absl::Status Run(const KernelIO& io) override {
-    void* dw = io.outputs[0].raw_data();                                         // (O, C/G, KH, KW)
+    void* dw = io.outputs[0].raw_data();  // (O, C/G, KH, KW) in the graph's layout
     LS_RETURN_IF_ERROR(conv_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},       // (N, C, H, W)
                                   {DNNL_ARG_DIFF_DST, io.inputs[1].raw_data()},  // (N, O, OH, OW)
                                   {DNNL_ARG_DIFF_WEIGHTS, weights_.Buffer(dw, io.workspace)}},
@@ -214,18 +217,25 @@ class Conv2DBackpropFilterKernel : public Kernel {
   PreferredWeights weights_;
 };
 
-// Activations blocked where eligible, the weights plain: input kWeightsInput, or the output
-// when kWeightsInput is kWeightsOut (the filter gradient).
+// The native blocked weight layout where eligible; grouped weights stay plain.
+Layout WeightLayout(const Node& node, const Value& w) {
+  return node.attrs.GetInt("groups") == 1 ? WeightLayoutIfEligible(w) : Layout::kPlain;
+}
+
+// Activations blocked where eligible, the weights in WeightLayout: input kWeightsInput, or the
+// output when kWeightsInput is kWeightsOut (the filter gradient).
 constexpr int kWeightsOut = -1;
 template <int kWeightsInput>
 LayoutChoice ConvLayouts(const Node& node, const std::vector<Layout>&) {
   LayoutChoice choice;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    choice.inputs.push_back(
-        static_cast<int>(i) == kWeightsInput ? Layout::kPlain : BlockedIfEligible(*node.inputs[i]));
+    const Value& input = *node.inputs[i];
+    choice.inputs.push_back(static_cast<int>(i) == kWeightsInput ? WeightLayout(node, input)
+                                                                 : BlockedIfEligible(input));
   }
-  choice.outputs.push_back(kWeightsInput == kWeightsOut ? Layout::kPlain
-                                                        : BlockedIfEligible(*node.output()));
+  const Value& output = *node.output();
+  choice.outputs.push_back(kWeightsInput == kWeightsOut ? WeightLayout(node, output)
+                                                        : BlockedIfEligible(output));
   return choice;
 }
 
@@ -236,8 +246,10 @@ bool UsesReferenceKernel(const Node& node, const LayoutChoice& choice) {
   const Value& x = filter ? *node.inputs[0] : *node.output();
   const Value& y = filter ? *node.inputs[1] : *node.inputs[0];
   const Shape& w = filter ? node.output()->shape() : node.inputs[1]->shape();
-  const ConvDescs d = MakeConvDescs(node, x.type, filter ? choice.inputs[0] : choice.outputs[0], w,
-                                    y.type, filter ? choice.inputs[1] : choice.inputs[0]);
+  const Layout w_layout = filter ? choice.outputs[0] : choice.inputs[1];
+  const ConvDescs d =
+      MakeConvDescs(node, x.type, filter ? choice.inputs[0] : choice.outputs[0], w, w_layout,
+                    y.type, filter ? choice.inputs[1] : choice.inputs[0]);
   try {
     const std::string impl =
         filter ? BackwardWeightsPd(d).impl_info_str() : BackwardDataPd(d).impl_info_str();
@@ -250,13 +262,16 @@ bool UsesReferenceKernel(const Node& node, const LayoutChoice& choice) {
 // For some shapes oneDNN has no fast backward kernel with blocked activations (ResNet's 7x7 stem
 // and LeNet's 6-channel input next to blocked ones, 3x3 windows over 2x2 maps), only its
 // reference kernel, thousands of times slower: such backprop nodes keep every activation plain,
-// where its gemm-based kernels run.
+// where its gemm-based kernels run (reordering the weights in their scratch).
 template <int kWeightsInput>
 LayoutChoice BackpropLayouts(const Node& node, const std::vector<Layout>& producer_layouts) {
   LayoutChoice choice = ConvLayouts<kWeightsInput>(node, producer_layouts);
   if (!UsesReferenceKernel(node, choice)) return choice;
-  for (Layout& layout : choice.inputs) layout = Layout::kPlain;
-  for (Layout& layout : choice.outputs) layout = Layout::kPlain;
+  // Only the activations: the weights' layout does not decide which kernel runs.
+  for (size_t i = 0; i < choice.inputs.size(); ++i) {
+    if (static_cast<int>(i) != kWeightsInput) choice.inputs[i] = Layout::kPlain;
+  }
+  if (kWeightsInput != kWeightsOut) choice.outputs[0] = Layout::kPlain;
   return choice;
 }
 

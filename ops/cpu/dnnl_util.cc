@@ -42,6 +42,8 @@ dnnl::memory::desc Desc(const Shape& shape, DType dtype, Layout layout) {
   using tag = dnnl::memory::format_tag;
   if (layout == Layout::kNChw8c) return Desc(shape, dtype, tag::nChw8c);
   if (layout == Layout::kNChw16c) return Desc(shape, dtype, tag::nChw16c);
+  if (layout == Layout::kOIhw8i8o) return Desc(shape, dtype, tag::OIhw8i8o);
+  if (layout == Layout::kOIhw16i16o) return Desc(shape, dtype, tag::OIhw16i16o);
   switch (shape.size()) {
     case 1:
       return Desc(shape, dtype, tag::a);

@@ -37,7 +37,10 @@ class MomentumKernel : public Kernel {
   bool nesterov_;
 };
 
-REGISTER_KERNEL({.op = "Momentum", .create = MakeFactory<MomentumKernel>()});
+// The parameter's layout (convolution weights are blocked), which its gradient and moment share.
+REGISTER_KERNEL({.op = "Momentum",
+                 .create = MakeFactory<MomentumKernel>(),
+                 .layouts = SameLayoutAsFirstInput});
 
 class AccumulateKernel : public Kernel {
  public:
@@ -55,7 +58,15 @@ class AccumulateKernel : public Kernel {
   }
 };
 
-REGISTER_KERNEL({.op = "Accumulate", .create = MakeFactory<AccumulateKernel>()});
+// The gradient's layout, which the accumulator (state) takes when it is first read here.
+LayoutChoice GradientLayout(const Node&, const std::vector<Layout>& producer_layouts) {
+  const Layout gradient = producer_layouts[1];
+  return {{gradient, gradient, Layout::kPlain}, {gradient}};
+}
+
+REGISTER_KERNEL({.op = "Accumulate",
+                 .create = MakeFactory<AccumulateKernel>(),
+                 .layouts = GradientLayout});
 
 }  // namespace
 }  // namespace lockstep

@@ -133,24 +133,30 @@ TEST(ConvOpTest, PlainToBlockedChainMatchesNaiveLoops) {
                                              {.w = {16, 16, 3, 3}, .stride = {2, 2}}});
 }
 
+// Nor do their weights when they are parameters: those are kept in the native weight layout
+// where the channel counts allow it.
 TEST(ConvOpTest, ConsecutiveConvsDoNotReorderBetweenThem) {
   auto graph = std::make_unique<Graph>();
   Builder b(graph.get());
-  Value* h = b.Op1("Conv2D", {b.Input("x", {1, 3, 6, 6}), b.Input("w1", {16, 3, 3, 3})});
-  h = b.Op1("Conv2D", {h, b.Input("w2", {32, 16, 3, 3})});
+  Value* h = b.Op1("Conv2D", {b.Input("x", {1, 3, 6, 6}), b.Parameter("w1", {16, 3, 3, 3})});
+  h = b.Op1("Conv2D", {h, b.Parameter("w2", {32, 16, 3, 3})});
   graph->AddOutput("y", h, OutputKind::kResult);
   ASSERT_TRUE(b.status().ok()) << b.status();
   auto executor = Compile(std::move(graph), {});
   ASSERT_TRUE(executor.ok()) << executor.status();
-  std::vector<const Node*> convs;
+  std::vector<const Node*> convs, reorders;
   for (const auto& node : (*executor)->graph().nodes()) {
     if (node->op->name() == "Conv2D") convs.push_back(node.get());
+    if (node->op->name() == "Reorder") reorders.push_back(node.get());
   }
   ASSERT_EQ(convs.size(), 2u);
+  ASSERT_EQ(reorders.size(), 1u);  // only the result, back to plain
+  EXPECT_EQ(reorders[0]->inputs[0]->producer, convs[1]);
   EXPECT_EQ(convs[0]->inputs[0]->layout, Layout::kPlain);  // C = 3
+  EXPECT_EQ(convs[0]->inputs[1]->layout, Layout::kPlain);  // I = 3
   EXPECT_EQ(convs[1]->inputs[0]->producer, convs[0]);
   EXPECT_EQ(convs[1]->inputs[0]->layout, NativeBlockedLayout());
-  EXPECT_EQ(convs[1]->inputs[1]->layout, Layout::kPlain);  // weights
+  EXPECT_EQ(convs[1]->inputs[1]->layout, NativeWeightLayout());
 }
 
 void ExpectConvGradients(const ConvCase& c) {
@@ -170,6 +176,17 @@ TEST(ConvOpTest, GradientBlockedDepthwise) { ExpectConvGradients(kBlockedDepthwi
 // The first conv of a net: plain C = 3 in, blocked out (and dy in, plain dx out).
 TEST(ConvOpTest, GradientPlainToBlocked) {
   ExpectConvGradients({.x = {1, 3, 4, 4}, .w = {16, 3, 3, 3}, .padding = {1, 1}});
+}
+
+// Weights as a parameter with 16 channels in and out: kept in the native weight layout, so the
+// forward reads them blocked, the input gradient reorders them and the filter gradient is
+// written blocked.
+TEST(ConvOpTest, GradientBlockedWeightParameter) {
+  ExpectOpGradientsMatch(
+      "Conv2D",
+      {{.name = "x", .shape = {1, 16, 3, 3}},
+       {.name = "w", .shape = {16, 16, 3, 3}, .role = InputRole::kParameter}},
+      {{"padding", Shape{1, 1}}});
 }
 
 // conv (16 -> 32, 1x1) -> grouped conv (32 -> 16, 3x3, stride 2, padding 1): every gradient

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "graph/builder.h"
 #include "graph/compile.h"
 
@@ -39,6 +41,49 @@ TEST(LayoutTest, ReorderRoundTripThroughAnElementwiseOp) {
   for (int64_t i = 0; i < in.numel(); ++i) {
     ASSERT_EQ(out.data<float>()[i], std::max(0.0f, in.data<float>()[i])) << i;
   }
+}
+
+// A convolution weight parameter is kept in the native weight layout (OIhw8i8o or OIhw16i16o):
+// element (o, i, h, w) of an (O, I, KH, KW) tensor sits at
+// ((o/B * I/B + i/B) * KH*KW + h*KW + w) * B*B + (i%B)*B + o%B. The executor refuses a plain view
+// of it and reads and writes plain copies.
+TEST(LayoutTest, ConvWeightParametersAreStoredBlockedAndReadPlain) {
+  const Shape x_shape = {1, 32, 4, 4};
+  const Shape w_shape = {32, 32, 3, 3};
+  auto graph = std::make_unique<Graph>();
+  Builder b(graph.get());
+  Value* y = b.Op1("Conv2D", {b.Input("x", x_shape), b.Parameter("w", w_shape)});
+  ASSERT_TRUE(b.status().ok()) << b.status();
+  graph->AddOutput("y", y, OutputKind::kResult);
+  auto executor = Compile(std::move(graph), {});
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  const Value& stored = *(*executor)->graph().FindInput("w")->output();
+  ASSERT_EQ(stored.layout, NativeWeightLayout());
+
+  Tensor plain = Tensor::Empty(w_shape, DType::kF32);
+  for (int64_t i = 0; i < plain.numel(); ++i) plain.data<float>()[i] = static_cast<float>(i);
+  ASSERT_TRUE((*executor)->WriteInput("w", plain).ok());
+  const int64_t block = NativeWeightLayout() == Layout::kOIhw16i16o ? 16 : 8;
+  const int64_t in = w_shape[1], window = w_shape[2] * w_shape[3];
+  const float* raw = static_cast<const float*>((*executor)->parameters().raw_data()) +
+                     stored.alloc.offset / sizeof(float);
+  for (int64_t o : {0, 1, 9, 31}) {
+    for (int64_t i : {0, 2, 17, 31}) {
+      for (int64_t k : {0, 4, 8}) {
+        const int64_t offset = ((o / block * (in / block) + i / block) * window + k) * block * block +
+                               (i % block) * block + o % block;
+        ASSERT_EQ(raw[offset], static_cast<float>((o * in + i) * window + k))
+            << "o " << o << " i " << i << " k " << k;
+      }
+    }
+  }
+  Tensor back = *(*executor)->ReadInput("w");
+  EXPECT_EQ(std::memcmp(back.raw_data(), plain.raw_data(), plain.nbytes()), 0);
+  absl::Status view = (*executor)->Input("w").status();
+  EXPECT_NE(view.message().find("'w' is kept in layout " + std::string(LayoutName(stored.layout))),
+            std::string::npos)
+      << view;
+  EXPECT_FALSE((*executor)->WriteInput("w", Tensor::Empty({32, 32}, DType::kF32)).ok());
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <functional>
+
 #include "parallel/context.h"
 #include "tests/parallel/replica_training.h"
 
@@ -29,19 +31,19 @@ std::vector<int64_t> ParameterCrcs(const train::Model& model) {
   return {all.data<int64_t>(), all.data<int64_t>() + ctx.size()};
 }
 
-TEST(DataParallelMpiTest, ReplicasMatchOneProcessOnTheGlobalBatch) {
+void ExpectReplicasMatchOneProcess(const std::function<train::Model(train::ModelOptions)>& make) {
   const parallel::Context& ctx = parallel::CurrentContext();
   ASSERT_EQ(kGlobalBatch % ctx.size(), 0);
   const int64_t per_rank = kGlobalBatch / ctx.size();
   const std::vector<train::Batch> batches = GlobalBatches(kSteps, kGlobalBatch);
 
-  train::Model replica = MakeLeNet(DataParallel(per_rank));
+  train::Model replica = make(DataParallel(per_rank));
   ASSERT_TRUE(TrainOnRows(replica, batches, ctx.rank() * per_rank, per_rank).ok());
 
   // The references, computed by every rank on its own: the whole batch at once, and the whole
   // batch as accumulated micro-batches of the per-rank size.
-  train::Model whole = MakeLeNet({.batch_size = kGlobalBatch});
-  train::Model accumulated = MakeLeNet({.batch_size = per_rank, .accumulation_steps = ctx.size()});
+  train::Model whole = make({.batch_size = kGlobalBatch});
+  train::Model accumulated = make({.batch_size = per_rank, .accumulation_steps = ctx.size()});
   ASSERT_TRUE(TrainOnRows(whole, batches, 0, kGlobalBatch).ok());
   ASSERT_TRUE(TrainOnRows(accumulated, batches, 0, kGlobalBatch).ok());
   EXPECT_LE(MaxRelativeDifference(replica, whole), 1e-5);
@@ -53,6 +55,16 @@ TEST(DataParallelMpiTest, ReplicasMatchOneProcessOnTheGlobalBatch) {
   }
 }
 
+TEST(DataParallelMpiTest, ReplicasMatchOneProcessOnTheGlobalBatch) {
+  ExpectReplicasMatchOneProcess(MakeLeNet);
+}
+
+// The gradients of blocked convolution weights are reduced and applied in their layout.
+TEST(DataParallelMpiTest, ReplicasWithBlockedWeightsMatchOneProcess) {
+  ExpectReplicasMatchOneProcess(
+      [](train::ModelOptions options) { return MakeConvNet(options, /*batch_norm=*/false); });
+}
+
 // With SyncBatchNorm the replicas normalise over the global batch, as one process does.
 TEST(DataParallelMpiTest, SyncBatchNormMatchesOneProcessOnTheGlobalBatch) {
   const parallel::Context& ctx = parallel::CurrentContext();
@@ -60,9 +72,9 @@ TEST(DataParallelMpiTest, SyncBatchNormMatchesOneProcessOnTheGlobalBatch) {
   const std::vector<train::Batch> batches = GlobalBatches(kSteps, kGlobalBatch);
   train::ModelOptions options = DataParallel(per_rank);
   options.parallel.sync_batch_norm = true;
-  train::Model replica = MakeBatchNormNet(options);
+  train::Model replica = MakeConvNet(options, /*batch_norm=*/true);
   ASSERT_TRUE(TrainOnRows(replica, batches, ctx.rank() * per_rank, per_rank).ok());
-  train::Model whole = MakeBatchNormNet({.batch_size = kGlobalBatch});
+  train::Model whole = MakeConvNet({.batch_size = kGlobalBatch}, /*batch_norm=*/true);
   ASSERT_TRUE(TrainOnRows(whole, batches, 0, kGlobalBatch).ok());
   EXPECT_LE(MaxRelativeDifference(replica, whole), 1e-5);
 }

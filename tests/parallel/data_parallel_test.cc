@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "core/allocator.h"
 #include "graph/pass.h"
@@ -85,17 +86,28 @@ TEST(DataParallelTest, WorldOfOneTrainsExactlyAsStandAlone) {
   EXPECT_EQ(MaxRelativeDifference(parallel, alone), 0.0);
 }
 
-TEST(DataParallelTest, AccumulatedMicroBatchesMatchOneLargeBatch) {
+void ExpectAccumulationMatchesOneLargeBatch(
+    const std::function<train::Model(train::ModelOptions)>& make) {
   const std::vector<train::Batch> batches = GlobalBatches(10, 32);
-  train::Model accumulated = MakeLeNet({.batch_size = 8, .accumulation_steps = 4});
-  train::Model large = MakeLeNet({.batch_size = 32});
+  train::Model accumulated = make({.batch_size = 8, .accumulation_steps = 4});
+  train::Model large = make({.batch_size = 32});
   ASSERT_TRUE(TrainOnRows(accumulated, batches, 0, 32).ok());
   ASSERT_TRUE(TrainOnRows(large, batches, 0, 32).ok());
   EXPECT_EQ(accumulated.global_step(), 10);
   EXPECT_LE(MaxRelativeDifference(accumulated, large), 1e-5);
-  train::Model initial = MakeLeNet({.batch_size = 32});
+  train::Model initial = make({.batch_size = 32});
   ASSERT_TRUE(initial.Compile().ok());
   EXPECT_GT(MaxRelativeDifference(accumulated, initial), 1e-3) << "training moved the parameters";
+}
+
+TEST(DataParallelTest, AccumulatedMicroBatchesMatchOneLargeBatch) {
+  ExpectAccumulationMatchesOneLargeBatch(MakeLeNet);
+}
+
+// The accumulators of blocked convolution weights take their gradients' layout.
+TEST(DataParallelTest, AccumulatedBlockedWeightsMatchOneLargeBatch) {
+  ExpectAccumulationMatchesOneLargeBatch(
+      [](train::ModelOptions options) { return MakeConvNet(options, /*batch_norm=*/false); });
 }
 
 }  // namespace

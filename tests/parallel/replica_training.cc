@@ -29,18 +29,18 @@ train::Model MakeLeNet(train::ModelOptions options) {
   return MakeModel(train::models::LeNet5(train::testing::kShapeClasses, 1), options);
 }
 
-train::Model MakeBatchNormNet(train::ModelOptions options) {
+train::Model MakeConvNet(train::ModelOptions options, bool batch_norm) {
   auto net = std::make_shared<train::Sequential>(std::vector<train::LayerPtr>{});
-  net->Add("conv1", std::make_shared<train::Conv2d>(1, 8, 3, train::Conv2dOptions{.padding = 1}))
-      .Add("bn1", std::make_shared<train::BatchNorm2d>(8))
-      .Add(std::make_shared<train::ReLU>())
+  net->Add("conv1", std::make_shared<train::Conv2d>(1, 16, 3, train::Conv2dOptions{.padding = 1}));
+  if (batch_norm) net->Add("bn1", std::make_shared<train::BatchNorm2d>(16));
+  net->Add(std::make_shared<train::ReLU>())
       .Add("conv2", std::make_shared<train::Conv2d>(
-                        8, 16, 3, train::Conv2dOptions{.stride = 2, .padding = 1}))
-      .Add("bn2", std::make_shared<train::BatchNorm2d>(16))
-      .Add(std::make_shared<train::ReLU>())
+                        16, 32, 3, train::Conv2dOptions{.stride = 2, .padding = 1}));
+  if (batch_norm) net->Add("bn2", std::make_shared<train::BatchNorm2d>(32));
+  net->Add(std::make_shared<train::ReLU>())
       .Add(std::make_shared<train::GlobalAvgPool>())
       .Add(std::make_shared<train::Flatten>())
-      .Add("fc", std::make_shared<train::Dense>(16, train::testing::kShapeClasses));
+      .Add("fc", std::make_shared<train::Dense>(32, train::testing::kShapeClasses));
   return MakeModel(net, options);
 }
 

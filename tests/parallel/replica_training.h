@@ -15,9 +15,9 @@ inline constexpr int64_t kImageSize = 16;
 // LeNet-5 (4 classes, 1 channel, 16x16), Momentum(0.05, 0.9, weight decay 1e-4). The options'
 // batch size is the per-rank (or per-micro-batch) batch.
 train::Model MakeLeNet(train::ModelOptions options);
-// Two conv + BatchNorm2d + ReLU stages (8 and 16 channels), global pooling and a dense layer,
-// with the same optimizer.
-train::Model MakeBatchNormNet(train::ModelOptions options);
+// Two conv (+ BatchNorm2d) + ReLU stages (16 and 32 channels: conv2's weights are kept in the
+// blocked weight layout), global pooling and a dense layer, with the same optimizer.
+train::Model MakeConvNet(train::ModelOptions options, bool batch_norm);
 
 // `steps` batches of `global_batch` shape images, the same on every rank.
 std::vector<train::Batch> GlobalBatches(int steps, int64_t global_batch);

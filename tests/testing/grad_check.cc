@@ -28,9 +28,17 @@ Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
   Builder b(graph.get());
   std::vector<Value*> values;
   for (const GradCheckInput& input : inputs) {
-    values.push_back(input.role == InputRole::kState
-                         ? b.State(input.name, input.shape, input.dtype)
-                         : b.Input(input.name, input.shape, input.dtype));
+    switch (input.role) {
+      case InputRole::kData:
+        values.push_back(b.Input(input.name, input.shape, input.dtype));
+        break;
+      case InputRole::kParameter:
+        values.push_back(b.Parameter(input.name, input.shape, input.dtype));
+        break;
+      case InputRole::kState:
+        values.push_back(b.State(input.name, input.shape, input.dtype));
+        break;
+    }
   }
   std::vector<Value*> outputs = build(b, values);
   EXPECT_TRUE(b.status().ok()) << b.status();
@@ -78,9 +86,14 @@ void Write(const Tensor& tensor, const std::vector<float>& values) {
   }
 }
 
+// Through WriteInput: parameters may be kept blocked.
 void FeedInputs(const Executor& executor, const std::vector<GradCheckInput>& inputs,
                 const std::vector<std::vector<float>>& values) {
-  for (size_t i = 0; i < inputs.size(); ++i) Write(*executor.Input(inputs[i].name), values[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor plain = Tensor::Empty(inputs[i].shape, inputs[i].dtype);
+    Write(plain, values[i]);
+    ASSERT_TRUE(executor.WriteInput(inputs[i].name, plain).ok()) << inputs[i].name;
+  }
 }
 
 // S = sum_k <dy_k, y_k> in float64.
@@ -123,16 +136,20 @@ void ExpectGradientsMatch(const std::vector<GradCheckInput>& inputs, const Build
   ASSERT_TRUE(backward.executor->Run().ok());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].differentiable) continue;
-    Tensor analytic = *backward.executor->Output(GradientName(inputs[i].name));
-    Tensor x = *forward.executor->Input(inputs[i].name);
+    Tensor analytic = *backward.executor->ReadOutput(GradientName(inputs[i].name));
+    Tensor x = *forward.executor->ReadInput(inputs[i].name);
+    auto set = [&](int64_t j, float value) {
+      x.data<float>()[j] = value;
+      EXPECT_TRUE(forward.executor->WriteInput(inputs[i].name, x).ok());
+    };
     int failures = 0;
     for (int64_t j = 0; j < x.numel() && failures < 5; ++j) {
-      float original = x.data<float>()[j];
-      x.data<float>()[j] = original + static_cast<float>(options.step);
+      const float original = x.data<float>()[j];
+      set(j, original + static_cast<float>(options.step));
       double plus = Objective(forward, seeds);
-      x.data<float>()[j] = original - static_cast<float>(options.step);
+      set(j, original - static_cast<float>(options.step));
       double minus = Objective(forward, seeds);
-      x.data<float>()[j] = original;
+      set(j, original);
       double numeric = (plus - minus) / (2.0 * options.step);
       double a = analytic.data<float>()[j];
       double scale = std::max({std::abs(a), std::abs(numeric), 1.0});

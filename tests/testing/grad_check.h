@@ -18,7 +18,9 @@ struct GradCheckInput {
   Shape shape;
   DType dtype = DType::kF32;
   bool differentiable = true;
-  InputRole role = InputRole::kData;  // state for inputs an op updates in place
+  // State for inputs an op updates in place; parameters are stored in the layout their first
+  // reader wants (blocked convolution weights).
+  InputRole role = InputRole::kData;
   // Explicit values; empty means normal draws with this deviation (i32 inputs must be given).
   std::vector<float> values;
   float stddev = 1.0f;

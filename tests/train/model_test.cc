@@ -60,10 +60,10 @@ TEST(ModelTest, CallbacksPrintLossAndEpochTimes) {
 TEST(ModelTest, TrainingUpdatesTheFlatBuffersInPlace) {
   Model model = SmallLeNet();
   ASSERT_TRUE(model.Compile().ok());
-  Tensor weight = *model.Variable("fc3.weight");
-  Tensor moment = *model.Variable("moments.fc3.weight");
+  // Views of the flat parameter and state buffers (a dense layer's weights are plain).
+  Tensor weight = *model.train_executor()->Input("fc3.weight");
+  Tensor moment = *model.train_executor()->Input("moments.fc3.weight");
   EXPECT_EQ(weight.shape(), (Shape{testing::kShapeClasses, 84}));
-  // Views of the flat parameter and state buffers.
   auto inside = [](const Tensor& view, const Tensor& buffer) {
     const char* begin = static_cast<const char*>(buffer.raw_data());
     const char* at = static_cast<const char*>(view.raw_data());

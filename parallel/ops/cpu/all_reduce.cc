@@ -91,8 +91,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> CreateAllReduce(const Node& node) {
   return std::make_unique<AllReduceKernel>(node, group, op);
 }
 
-REGISTER_KERNEL({.op = "AllReduce", .dtype = DType::kF32, .create = CreateAllReduce});
-REGISTER_KERNEL({.op = "AllReduce", .dtype = DType::kF64, .create = CreateAllReduce});
+// Reduced in place, in whatever layout the gradients are kept.
+REGISTER_KERNEL({.op = "AllReduce",
+                 .dtype = DType::kF32,
+                 .create = CreateAllReduce,
+                 .layouts = SameLayoutAsEachInput});
+REGISTER_KERNEL({.op = "AllReduce",
+                 .dtype = DType::kF64,
+                 .create = CreateAllReduce,
+                 .layouts = SameLayoutAsEachInput});
 
 }  // namespace
 }  // namespace lockstep::parallel
