@@ -112,14 +112,20 @@ absl::Status Executor::Run() {
         return waited;
       }
     }
-    const Clock::time_point start = profiling_ ? Clock::now() : Clock::time_point();
+    const Kernel& kernel = *step.node->kernel;
+    const bool exposed = kernel.communicates() && !kernel.asynchronous();
+    const Clock::time_point start = profiling_ || exposed ? Clock::now() : Clock::time_point();
     absl::Status status = step.node->kernel->Run(step.io);
     if (!status.ok()) {
       WaitAll().IgnoreError();
       return Annotate(status, step.node->Describe());
     }
-    step.pending = step.node->kernel->asynchronous();
-    if (profiling_) step.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    step.pending = kernel.asynchronous();
+    if (profiling_ || exposed) {
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      if (profiling_) step.seconds += seconds;
+      if (exposed) exposed_wait_seconds_ += seconds;
+    }
   }
   return WaitAll();
 }

@@ -34,8 +34,9 @@ class Executor {
   void EnableProfiling(bool on) { profiling_ = on; }
   // In execution order, summed over the profiled runs.
   std::vector<NodeTime> Profile() const;
-  // Seconds the step spent waiting for asynchronous kernels (communication that computation
-  // did not hide), summed over the runs since the last reset; measured whether profiling or not.
+  // Seconds the step spent on communication that computation did not hide: waiting for
+  // asynchronous kernels, and the whole run of synchronous collectives. Summed over the runs
+  // since the last reset; measured whether profiling or not.
   double exposed_wait_seconds() const { return exposed_wait_seconds_; }
   void ResetProfile();
 

@@ -34,6 +34,9 @@ class Kernel {
   // outputs, and at the end of the step.
   virtual bool asynchronous() const { return false; }
   virtual absl::Status Wait() { return absl::OkStatus(); }
+  // Kernels that wait for other ranks (collectives): the executor counts the time a synchronous
+  // one takes as exposed communication.
+  virtual bool communicates() const { return false; }
 };
 
 // The layouts a kernel wants for its inputs (the pass reorders where they differ) and the

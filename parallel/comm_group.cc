@@ -1,15 +1,26 @@
 #include "parallel/comm_group.h"
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <utility>
 
+#include "core/logging.h"
 #include "parallel/context.h"
 
 namespace lockstep::parallel {
 
 absl::Status CommGroup::RunNow(std::string label, std::function<absl::Status()> collective) {
   return queue->Submit(std::move(label), std::move(collective)).Wait(CollectiveTimeout());
+}
+
+bool OverlapCommunication() {
+  const char* text = std::getenv("LOCKSTEP_OVERLAP_COMM");
+  if (text == nullptr || text == std::string_view("1")) return true;
+  if (text == std::string_view("0")) return false;
+  LS_LOG(Warning) << "LOCKSTEP_OVERLAP_COMM='" << text << "' is neither 1 nor 0; overlapping";
+  return true;
 }
 
 absl::StatusOr<CommGroup*> FindGroup(absl::string_view name, Device device) {

@@ -27,6 +27,13 @@ struct CommGroup {
   absl::Status RunNow(std::string label, std::function<absl::Status()> collective);
 };
 
+// Whether collectives that can overlap computation (the gradient AllReduce) run on the
+// communication thread while the backward goes on (the default), or at their place in the step
+// while the compute thread waits ($LOCKSTEP_OVERLAP_COMM=0). Waiting can be a little faster
+// when the communication thread has no core of its own: sharing one with the backward, its
+// copying, summing and cache traffic slow the backward by about what they hide (BENCHMARKS.md).
+bool OverlapCommunication();
+
 // The group for tensors on `device`, created on first use from the current parallel::Context
 // (a world of one when parallel::Init was not called). Lives until the process exits.
 absl::StatusOr<CommGroup*> FindGroup(absl::string_view name, Device device);

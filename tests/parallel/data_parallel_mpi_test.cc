@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <cstdlib>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "parallel/context.h"
 #include "tests/parallel/replica_training.h"
@@ -63,6 +66,33 @@ TEST(DataParallelMpiTest, ReplicasMatchOneProcessOnTheGlobalBatch) {
 TEST(DataParallelMpiTest, ReplicasWithBlockedWeightsMatchOneProcess) {
   ExpectReplicasMatchOneProcess(
       [](train::ModelOptions options) { return MakeConvNet(options, /*batch_norm=*/false); });
+}
+
+// The gradient AllReduce overlapped with the backward on the communication thread, or waited
+// for where it stands: the same collectives in the same order, so bit-for-bit the same model.
+TEST(DataParallelMpiTest, OverlappedAndWaitedAllReduceTrainTheSame) {
+  const parallel::Context& ctx = parallel::CurrentContext();
+  const int64_t per_rank = kGlobalBatch / ctx.size();
+  const std::vector<train::Batch> batches = GlobalBatches(kSteps, kGlobalBatch);
+  std::vector<train::Model> models;
+  models.reserve(2);
+  for (const char* overlap : {"1", "0"}) {
+    setenv("LOCKSTEP_OVERLAP_COMM", overlap, /*overwrite=*/1);
+    models.push_back(MakeConvNet(DataParallel(per_rank), /*batch_norm=*/false));
+    train::Model& model = models.back();
+    ASSERT_TRUE(TrainOnRows(model, batches, ctx.rank() * per_rank, per_rank).ok());
+    int all_reduces = 0;
+    for (const auto& node : model.train_executor()->graph().nodes()) {
+      if (node->op->name() != "AllReduce") continue;
+      ++all_reduces;
+      EXPECT_EQ(node->kernel->asynchronous(), overlap == std::string("1")) << node->Describe();
+    }
+    EXPECT_GT(all_reduces, 0);
+  }
+  unsetenv("LOCKSTEP_OVERLAP_COMM");
+  EXPECT_EQ(MaxRelativeDifference(models[0], models[1]), 0.0);
+  // Waited for in full, the AllReduce counts as exposed communication.
+  EXPECT_GT(models[1].train_executor()->exposed_wait_seconds(), 0.0);
 }
 
 // With SyncBatchNorm the replicas normalise over the global batch, as one process does.

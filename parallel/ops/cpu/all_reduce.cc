@@ -1,7 +1,8 @@
 // The AllReduce kernel for host memory. A node's inputs (one fused bucket of gradients) lie
 // back to back in the flat gradient buffer, so one collective over their byte range reduces
-// them all without a copy. Run queues it on the group's communication thread and returns, so
-// the rest of the backward overlaps it; the executor waits before the optimizer reads it.
+// them all without a copy. When OverlapCommunication() says so, Run queues it on the group's
+// communication thread and returns, so the rest of the backward overlaps it, and the executor
+// waits before the optimizer reads it; otherwise Run waits for it.
 
 #include <algorithm>
 #include <numeric>
@@ -43,11 +44,14 @@ class AllReduceKernel : public Kernel {
   AllReduceKernel(const Node& node, CommGroup* group, ReduceOp op)
       : group_(group), op_(op), span_(ContiguousSpan(node)), label_(node.Describe()) {
     // Arena memory may be reused by the next node, so only persistent buffers are overlapped.
-    asynchronous_ = std::none_of(node.inputs.begin(), node.inputs.end(),
-                                 [](const Value* v) { return v->alloc.region == Region::kArena; });
+    asynchronous_ = OverlapCommunication() &&
+                    std::none_of(node.inputs.begin(), node.inputs.end(), [](const Value* v) {
+                      return v->alloc.region == Region::kArena;
+                    });
   }
 
   bool asynchronous() const override { return asynchronous_; }
+  bool communicates() const override { return true; }
 
   absl::Status Run(const KernelIO& io) override {
     BindTensors(io);

@@ -59,6 +59,9 @@ void ChannelSums(const ChannelLayout& layout, double* sums, First first, Second 
 
 // The base of both kernels: the layout, the group, and the (2C) f64 buffer of sums.
 class SyncKernel : public Kernel {
+ public:
+  bool communicates() const override { return true; }
+
  protected:
   SyncKernel(const Node& node, CommGroup* group)
       : layout_(*node.inputs[0]),
