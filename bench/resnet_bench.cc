@@ -18,9 +18,9 @@
 // twice: rerun back to back (hot: its operands stay in the caches, which a step never has for
 // long) and after evicting the caches each time (cold: its operands come from DRAM).
 
-#include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstring>

@@ -66,20 +66,18 @@ absl::Status Executor::ShareBuffers(const Executor& other) {
       const Node* theirs = other.graph_->FindInput(node->name);
       const Value& mine = *node->output();
       auto describe = [](const Value& value) {
-        return absl::StrCat(TypeToString(value.type), " ", LayoutName(value.layout),
-                            " at offset ", value.alloc.offset);
+        return absl::StrCat(TypeToString(value.type), " ", LayoutName(value.layout), " at offset ",
+                            value.alloc.offset);
       };
       if (theirs == nullptr || theirs->role() != role || theirs->output()->type != mine.type ||
           theirs->output()->layout != mine.layout ||
           theirs->output()->alloc.offset != mine.alloc.offset) {
-        std::string found =
-            theirs == nullptr
-                ? "no such input"
-                : absl::StrCat(InputRoleName(theirs->role()), " ", describe(*theirs->output()));
-        return absl::InvalidArgumentError(absl::StrCat("cannot share buffers: ",
-                                                       InputRoleName(role), " '", node->name,
-                                                       "' is ", describe(mine),
-                                                       ", the other graph has ", found));
+        std::string found = theirs == nullptr ? "no such input"
+                                              : absl::StrCat(InputRoleName(theirs->role()), " ",
+                                                             describe(*theirs->output()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot share buffers: ", InputRoleName(role), " '", node->name, "' is ",
+                         describe(mine), ", the other graph has ", found));
       }
     }
   }
@@ -174,9 +172,9 @@ absl::StatusOr<const Value*> Executor::FindOutput(absl::string_view name) const 
 
 absl::StatusOr<Tensor> Executor::PlainView(const Value& value, absl::string_view name) const {
   if (value.layout != Layout::kPlain) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "'", name, "' is kept in layout ", LayoutName(value.layout),
-        ", not plain: use ReadInput, WriteInput or ReadOutput for a plain copy"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("'", name, "' is kept in layout ", LayoutName(value.layout),
+                     ", not plain: use ReadInput, WriteInput or ReadOutput for a plain copy"));
   }
   return ViewOf(value);
 }
@@ -210,9 +208,9 @@ absl::StatusOr<Tensor> Executor::ReadOutput(absl::string_view name) const {
 absl::Status Executor::WriteInput(absl::string_view name, const Tensor& plain) const {
   LS_ASSIGN_OR_RETURN(const Value* value, FindInput(name));
   if (plain.shape() != value->shape() || plain.dtype() != value->dtype()) {
-    return absl::InvalidArgumentError(absl::StrCat("input '", name, "' is ",
-                                                   TypeToString(value->type), ", got ",
-                                                   DTypeName(plain.dtype()), ShapeToString(plain.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", name, "' is ", TypeToString(value->type), ", got ",
+                     DTypeName(plain.dtype()), ShapeToString(plain.shape())));
   }
   return ReorderInto(plain, Layout::kPlain, ViewOf(*value), value->layout);
 }

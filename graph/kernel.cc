@@ -36,9 +36,8 @@ Layout WeightLayoutIfEligible(const Value& value) {
 }
 
 Layout BlockedIfEligible(const Value& value) {
-  return LayoutEligible(NativeBlockedLayout(), value.shape(), value.dtype())
-             ? NativeBlockedLayout()
-             : Layout::kPlain;
+  return LayoutEligible(NativeBlockedLayout(), value.shape(), value.dtype()) ? NativeBlockedLayout()
+                                                                             : Layout::kPlain;
 }
 
 LayoutChoice BlockedWhereEligible(const Node& node, const std::vector<Layout>&) {

@@ -77,8 +77,8 @@ absl::Status Model::Compile() {
   if (train_.executor != nullptr) return absl::OkStatus();
   if (options_.num_threads > 0) SetNumThreads(options_.num_threads);
   if (options_.accumulation_steps < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("accumulation_steps must be at least 1, got ",
-                                                   options_.accumulation_steps));
+    return absl::InvalidArgumentError(
+        absl::StrCat("accumulation_steps must be at least 1, got ", options_.accumulation_steps));
   }
   LS_ASSIGN_OR_RETURN(train_, CompileStepGraph(/*updates=*/true, nullptr));
   if (options_.accumulation_steps > 1) {
@@ -90,13 +90,13 @@ absl::Status Model::Compile() {
 
 // The pipeline after Autodiff: accumulation (when on), then in the updating graph the
 // data-parallel AllReduce (when on) and the optimizer.
-absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates,
-                                                         const Executor* share_with) {
+absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Executor* share_with) {
   LS_ASSIGN_OR_RETURN(NetGraph net,
                       BuildNetGraph(*net_, loss_, Mode::kTrain, options_.batch_size,
                                     options_.image_shape, options_.parallel.sync_batch_norm));
-  CompileOptions compile{.autodiff = AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale},
-                         .share_buffers_with = share_with};
+  CompileOptions compile{
+      .autodiff = AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale},
+      .share_buffers_with = share_with};
   if (options_.accumulation_steps > 1) {
     const MicroBatch role = updates ? MicroBatch::kLast : MicroBatch::kAccumulate;
     compile.after_autodiff.push_back([role] { return CreateAccumulateGradientsPass(role); });
@@ -180,7 +180,7 @@ absl::StatusOr<double> Model::TrainStep(const Batch& batch) {
   StepGraph& step = updates ? train_ : micro_;
   step.images.CopyFrom(batch.images);
   step.labels.CopyFrom(batch.labels);
-  *step.control.data<float>() = updates ? static_cast<float>(optimizer_.lr(global_step_))
+  *step.control.data<float>() = updates            ? static_cast<float>(optimizer_.lr(global_step_))
                                 : micro_step_ == 0 ? 0.0f
                                                    : 1.0f;
   LS_RETURN_IF_ERROR(step.executor->Run());

@@ -109,8 +109,7 @@ class PreferredWeights {
 class Conv2DKernel : public Kernel {
  public:
   explicit Conv2DKernel(const Node& node)
-      : Conv2DKernel(
-            MakeConvDescs(node, *node.inputs[0], *node.inputs[1], *node.output())) {}
+      : Conv2DKernel(MakeConvDescs(node, *node.inputs[0], *node.inputs[1], *node.output())) {}
   size_t WorkspaceBytes() const override { return weights_.WorkspaceBytes(); }
 
   absl::Status Run(const KernelIO& io) override {
@@ -247,9 +246,8 @@ bool UsesReferenceKernel(const Node& node, const LayoutChoice& choice) {
   const Value& y = filter ? *node.inputs[1] : *node.inputs[0];
   const Shape& w = filter ? node.output()->shape() : node.inputs[1]->shape();
   const Layout w_layout = filter ? choice.outputs[0] : choice.inputs[1];
-  const ConvDescs d =
-      MakeConvDescs(node, x.type, filter ? choice.inputs[0] : choice.outputs[0], w, w_layout,
-                    y.type, filter ? choice.inputs[1] : choice.inputs[0]);
+  const ConvDescs d = MakeConvDescs(node, x.type, filter ? choice.inputs[0] : choice.outputs[0], w,
+                                    w_layout, y.type, filter ? choice.inputs[1] : choice.inputs[0]);
   try {
     const std::string impl =
         filter ? BackwardWeightsPd(d).impl_info_str() : BackwardDataPd(d).impl_info_str();

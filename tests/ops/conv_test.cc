@@ -182,11 +182,10 @@ TEST(ConvOpTest, GradientPlainToBlocked) {
 // forward reads them blocked, the input gradient reorders them and the filter gradient is
 // written blocked.
 TEST(ConvOpTest, GradientBlockedWeightParameter) {
-  ExpectOpGradientsMatch(
-      "Conv2D",
-      {{.name = "x", .shape = {1, 16, 3, 3}},
-       {.name = "w", .shape = {16, 16, 3, 3}, .role = InputRole::kParameter}},
-      {{"padding", Shape{1, 1}}});
+  ExpectOpGradientsMatch("Conv2D",
+                         {{.name = "x", .shape = {1, 16, 3, 3}},
+                          {.name = "w", .shape = {16, 16, 3, 3}, .role = InputRole::kParameter}},
+                         {{"padding", Shape{1, 1}}});
 }
 
 // conv (16 -> 32, 1x1) -> grouped conv (32 -> 16, 3x3, stride 2, padding 1): every gradient

@@ -70,8 +70,9 @@ TEST(LayoutTest, ConvWeightParametersAreStoredBlockedAndReadPlain) {
   for (int64_t o : {0, 1, 9, 31}) {
     for (int64_t i : {0, 2, 17, 31}) {
       for (int64_t k : {0, 4, 8}) {
-        const int64_t offset = ((o / block * (in / block) + i / block) * window + k) * block * block +
-                               (i % block) * block + o % block;
+        const int64_t offset =
+            ((o / block * (in / block) + i / block) * window + k) * block * block +
+            (i % block) * block + o % block;
         ASSERT_EQ(raw[offset], static_cast<float>((o * in + i) * window + k))
             << "o " << o << " i " << i << " k " << k;
       }

@@ -23,11 +23,12 @@ class ApplyOptimizerPass : public Pass {
     }
     Builder b(&graph);
     LS_ASSIGN_OR_RETURN(Value * lr, LearningRate(graph, b));
-    const Attrs attrs{{"momentum", options_.momentum},
-                      {"weight_decay", options_.weight_decay},
-                      {"nesterov", options_.nesterov},
-                      {"loss_scale", ctx.autodiff.loss_scale *
-                                         static_cast<double>(options_.accumulation_steps * options_.replicas)}};
+    const Attrs attrs{
+        {"momentum", options_.momentum},
+        {"weight_decay", options_.weight_decay},
+        {"nesterov", options_.nesterov},
+        {"loss_scale", ctx.autodiff.loss_scale *
+                           static_cast<double>(options_.accumulation_steps * options_.replicas)}};
     const size_t prefix = GradientName("").size();
     for (const GraphOutput& gradient : gradients) {
       const std::string parameter = gradient.name.substr(prefix);

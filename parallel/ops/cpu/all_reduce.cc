@@ -45,9 +45,8 @@ class AllReduceKernel : public Kernel {
       : group_(group), op_(op), span_(ContiguousSpan(node)), label_(node.Describe()) {
     // Arena memory may be reused by the next node, so only persistent buffers are overlapped.
     asynchronous_ = OverlapCommunication() &&
-                    std::none_of(node.inputs.begin(), node.inputs.end(), [](const Value* v) {
-                      return v->alloc.region == Region::kArena;
-                    });
+                    std::none_of(node.inputs.begin(), node.inputs.end(),
+                                 [](const Value* v) { return v->alloc.region == Region::kArena; });
   }
 
   bool asynchronous() const override { return asynchronous_; }
