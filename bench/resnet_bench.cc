@@ -4,7 +4,8 @@
 // median of the timed steps).
 //
 //   [mpirun -n 2] lockstep-bench-resnet [--model resnet50,resnet18] [--size 64,224] [--batch 8]
-//                         [--steps 5] [--threads 2] [--profile] [--conv] [--data-parallel]
+//                         [--steps 5] [--threads 2] [--profile] [--conv] [--no-fuse]
+//                         [--data-parallel]
 //                         [--fusion-threshold-mb 25]
 //
 // --data-parallel trains over every rank of mpirun, as ../shared/peers/torch_ddp_step.py does:
@@ -56,6 +57,7 @@ struct BenchConfig {
   int64_t classes = 10;
   bool profile = false;
   bool conv = false;
+  bool no_fuse = false;
   bool data_parallel = false;
   double fusion_threshold_mb = parallel::ParallelOptions().fusion_threshold_mb;
 };
@@ -283,8 +285,10 @@ absl::StatusOr<StepTimes> TimeSteps(const BenchConfig& config, Model& model, con
 absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t size) {
   const parallel::Context& context = parallel::CurrentContext();
   LS_ASSIGN_OR_RETURN(LayerPtr net, models::ModelByName(name, config.classes));
-  ModelOptions options{
-      .batch_size = config.batch, .image_shape = {3, size, size}, .num_threads = config.threads};
+  ModelOptions options{.batch_size = config.batch,
+                       .image_shape = {3, size, size},
+                       .num_threads = config.threads,
+                       .fuse_kernels = !config.no_fuse};
   if (config.data_parallel) options.parallel.mode = parallel::ParallelMode::kDataParallel;
   options.parallel.fusion_threshold_mb = config.fusion_threshold_mb;
   Model model(net, SoftmaxCrossEntropy(), Momentum{.lr = 0.01, .momentum = 0.9}, options);
@@ -330,6 +334,7 @@ int main(int argc, char** argv) {
   app.add_option("--classes", config.classes, "classes")->capture_default_str();
   app.add_flag("--profile", config.profile, "time every kernel");
   app.add_flag("--conv", config.conv, "convolutions in the graph against bare oneDNN");
+  app.add_flag("--no-fuse", config.no_fuse, "compile without fused kernels (to measure them)");
   app.add_flag("--data-parallel", config.data_parallel, "data parallel over the ranks of mpirun");
   app.add_option("--fusion-threshold-mb", config.fusion_threshold_mb,
                  "bucket size of the fused gradient AllReduce")

@@ -72,7 +72,10 @@ absl::StatusOr<Node*> Builder::AddNode(absl::string_view op_name, std::vector<Va
     return Annotate(output_types.status(),
                     absl::StrCat(where, " with inputs ", absl::StrJoin(shapes, ", ")));
   }
-  return graph_->AddNode(op, std::move(name), std::move(attrs), std::move(inputs), *output_types);
+  const size_t position =
+      insert_before_ ? graph_->PositionOf(insert_before_) : graph_->nodes().size();
+  return graph_->InsertNode(position, op, std::move(name), std::move(attrs), std::move(inputs),
+                            *output_types);
 }
 
 }  // namespace lockstep

@@ -27,6 +27,9 @@ class Builder {
 
   // Nodes added from now on are named "<prefix><Op>_<id>".
   void SetNamePrefix(std::string prefix) { prefix_ = std::move(prefix); }
+  // Nodes added from now on go right before `node` (at the end when null), as passes that
+  // rewrite a graph in place need.
+  void SetInsertBefore(const Node* node) { insert_before_ = node; }
   const std::string& name_prefix() const { return prefix_; }
 
   const absl::Status& status() const { return status_; }
@@ -38,6 +41,7 @@ class Builder {
 
   Graph* graph_;
   std::string prefix_;
+  const Node* insert_before_ = nullptr;
   absl::Status status_;
 };
 

@@ -15,6 +15,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Compile(std::unique_ptr<Graph> graph,
     passes.Add(CreateAutodiffPass());
   }
   for (const auto& make_pass : options.after_autodiff) passes.Add(make_pass());
+  if (options.fuse_kernels) passes.Add(CreateFuseKernelsPass());
   passes.Add(CreateDeadCodeElimPass())
       .Add(CreateAssignLayoutsPass())
       .Add(CreateMemoryPlanPass())

@@ -107,6 +107,19 @@ void Graph::RemoveNodes(const std::function<bool(const Node&)>& remove) {
   std::erase_if(nodes_, [&](const std::unique_ptr<Node>& node) { return remove(*node); });
 }
 
+void Graph::ReplaceUses(const std::map<const Value*, Value*>& replacement) {
+  for (const auto& node : nodes_) {
+    for (Value*& input : node->inputs) {
+      auto it = replacement.find(input);
+      if (it != replacement.end()) input = it->second;
+    }
+  }
+  for (GraphOutput& output : outputs_) {
+    auto it = replacement.find(output.value);
+    if (it != replacement.end()) output.value = it->second;
+  }
+}
+
 size_t Graph::PositionOf(const Node* node) const {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].get() == node) return i;

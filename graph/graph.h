@@ -5,6 +5,7 @@
 // (data), trained (parameter) or carried across steps (state).
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,6 +96,8 @@ class Graph {
   Node* InsertNode(size_t before, const OpDef* op, std::string name, Attrs attrs,
                    std::vector<Value*> inputs, const std::vector<TensorType>& output_types);
   void RemoveNodes(const std::function<bool(const Node&)>& remove);
+  // Points every reader of a key (node inputs and graph outputs) at its mapped value instead.
+  void ReplaceUses(const std::map<const Value*, Value*>& replacement);
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   size_t PositionOf(const Node* node) const;
 

@@ -80,6 +80,10 @@ bool KernelRegistry::Register(KernelDef def) {
   return true;
 }
 
+bool KernelRegistry::Has(const std::string& op, DeviceType device, DType dtype) const {
+  return kernels_.contains(std::make_tuple(op, device, dtype));
+}
+
 absl::StatusOr<const KernelDef*> KernelRegistry::Find(const Node& node, DeviceType device) const {
   DType dtype = node.inputs.empty() ? node.output(0)->dtype() : node.inputs[0]->dtype();
   auto it = kernels_.find(std::make_tuple(node.op->name(), device, dtype));

@@ -89,6 +89,7 @@ class KernelRegistry {
   // The kernel for a node: keyed by op, device and the dtype of input 0 (output 0 for nodes
   // without inputs).
   absl::StatusOr<const KernelDef*> Find(const Node& node, DeviceType device) const;
+  bool Has(const std::string& op, DeviceType device, DType dtype) const;
 
  private:
   std::map<std::tuple<std::string, DeviceType, DType>, KernelDef> kernels_;

@@ -1,7 +1,8 @@
 // Batch normalization: BatchNorm (training, batch statistics plus running averages),
 // BatchNormGrad, and BatchNormInference (running statistics, eval only). SyncBatchNorm and
 // SyncBatchNormGrad are the same ops with statistics over every rank of a communication group
-// ("group"); their kernels come with parallel/, which does the communication.
+// ("group"); their kernels come with parallel/, which does the communication. BatchNormRelu and
+// BatchNormReluGrad are BatchNorm followed by ReLU in one pass, made by the FuseKernels pass.
 
 #include <algorithm>
 #include <initializer_list>
@@ -36,6 +37,8 @@ absl::Status CheckChannelVectors(const InferContext& ctx,
   return absl::OkStatus();
 }
 
+TensorType ReluMaskType(const TensorType& x) { return {{NumElements(x.shape)}, DType::kU8}; }
+
 // (x, gamma, beta, running_mean, running_var) -> (y, saved_mean, saved_var, running_mean',
 // running_var').
 absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) {
@@ -61,6 +64,25 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNormGrad(const InferContext& c
         absl::StrCat("dy must be ", TypeToString(x), " like x, got ", TypeToString(ctx.inputs[4])));
   }
   return std::vector<TensorType>{x, ctx.inputs[1], ctx.inputs[1]};
+}
+
+// As BatchNorm, plus the ReLU mask: opaque bytes the kernel writes for the backward, at most one
+// per element of x.
+absl::StatusOr<std::vector<TensorType>> InferBatchNormRelu(const InferContext& ctx) {
+  LS_ASSIGN_OR_RETURN(std::vector<TensorType> outputs, InferBatchNorm(ctx));
+  outputs.push_back(ReluMaskType(ctx.inputs[0]));
+  return outputs;
+}
+
+// As BatchNormGrad, with dy the gradient of the ReLU's output and the forward's mask last.
+absl::StatusOr<std::vector<TensorType>> InferBatchNormReluGrad(const InferContext& ctx) {
+  LS_ASSIGN_OR_RETURN(std::vector<TensorType> outputs, InferBatchNormGrad(ctx));
+  const TensorType expected = ReluMaskType(ctx.inputs[0]);
+  if (ctx.inputs[5] != expected) {
+    return absl::InvalidArgumentError(absl::StrCat("mask must be ", TypeToString(expected),
+                                                   ", got ", TypeToString(ctx.inputs[5])));
+  }
+  return outputs;
 }
 
 // (x, gamma, beta, mean, var) -> y.
@@ -102,6 +124,24 @@ REGISTER_OP("BatchNorm")
     .InPlace(4, 4);
 
 REGISTER_OP("BatchNormGrad").Inputs(5).Outputs(3).Attr("epsilon", 1e-5).Infer(InferBatchNormGrad);
+
+// (x, gamma, beta, running_mean, running_var) -> (relu(y), saved_mean, saved_var, running_mean',
+// running_var', mask). Made after autodiff, so it has no gradient rule.
+REGISTER_OP("BatchNormRelu")
+    .Inputs(5)
+    .Outputs(6)
+    .Attr("epsilon", 1e-5)
+    .Attr("momentum", 0.9)
+    .Infer(InferBatchNormRelu)
+    .InPlace(3, 3)
+    .InPlace(4, 4);
+
+// (x, gamma, saved_mean, saved_var, dy, mask) -> (dx, dgamma, dbeta).
+REGISTER_OP("BatchNormReluGrad")
+    .Inputs(6)
+    .Outputs(3)
+    .Attr("epsilon", 1e-5)
+    .Infer(InferBatchNormReluGrad);
 
 REGISTER_OP("SyncBatchNorm")
     .Inputs(5)

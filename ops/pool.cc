@@ -1,7 +1,9 @@
 // Pooling: MaxPool, AvgPool and GlobalAvgPool with their gradients. Windows follow PyTorch:
 // symmetric padding of at most half the kernel, padding counts as -inf for MaxPool, and
 // count_include_pad decides whether AvgPool divides by the whole window or its in-bounds part.
-// Strides default to 1 (as MindSpore), not to the kernel.
+// Strides default to 1 (as MindSpore), not to the kernel. MaxPoolWithArgmax and
+// MaxPoolGradWithArgmax, made by the FuseKernels pass, keep where each maximum was for the
+// backward instead of finding it again.
 
 #include <string>
 #include <variant>
@@ -84,6 +86,28 @@ absl::StatusOr<std::vector<TensorType>> InferMaxPoolGrad(const InferContext& ctx
   return std::vector<TensorType>{x};
 }
 
+// Where each window's maximum was: opaque bytes the kernel writes, at most 4 per element of y
+// (an index into the window).
+TensorType ArgmaxType(const Shape& y) { return {{4 * NumElements(y)}, DType::kU8}; }
+
+// x (N, C, H, W) -> (y (N, C, OH, OW), argmax).
+absl::StatusOr<std::vector<TensorType>> InferMaxPoolWithArgmax(const InferContext& ctx) {
+  LS_ASSIGN_OR_RETURN(Shape y, PoolOutputShape(ctx.inputs[0].shape, ctx.attrs));
+  return std::vector<TensorType>{{y, ctx.inputs[0].dtype}, ArgmaxType(y)};
+}
+
+// (dy (N, C, OH, OW), argmax) -> dx (N, C, H, W) = input_shape.
+absl::StatusOr<std::vector<TensorType>> InferMaxPoolGradWithArgmax(const InferContext& ctx) {
+  LS_ASSIGN_OR_RETURN(Shape x, InputShapeAttr(ctx.attrs));
+  LS_ASSIGN_OR_RETURN(Shape y, PoolOutputShape(x, ctx.attrs));
+  LS_RETURN_IF_ERROR(CheckDy(ctx.inputs[0], y, x));
+  if (ctx.inputs[1] != ArgmaxType(y)) {
+    return absl::InvalidArgumentError(absl::StrCat("argmax must be ", TypeToString(ArgmaxType(y)),
+                                                   ", got ", TypeToString(ctx.inputs[1])));
+  }
+  return std::vector<TensorType>{{x, ctx.inputs[0].dtype}};
+}
+
 // dy (N, C, OH, OW) -> dx (N, C, H, W) = input_shape.
 absl::StatusOr<std::vector<TensorType>> InferAvgPoolGrad(const InferContext& ctx) {
   LS_ASSIGN_OR_RETURN(Shape x, InputShapeAttr(ctx.attrs));
@@ -129,6 +153,23 @@ REGISTER_OP("MaxPoolGrad")
     .Attr("stride", std::vector<int64_t>{1, 1})
     .Attr("padding", std::vector<int64_t>{0, 0})
     .Infer(InferMaxPoolGrad);
+
+// Made after autodiff from a MaxPool and its MaxPoolGrad, so neither has a gradient rule.
+REGISTER_OP("MaxPoolWithArgmax")
+    .Inputs(1)
+    .Outputs(2)
+    .Attr("kernel")
+    .Attr("stride", std::vector<int64_t>{1, 1})
+    .Attr("padding", std::vector<int64_t>{0, 0})
+    .Infer(InferMaxPoolWithArgmax);
+
+REGISTER_OP("MaxPoolGradWithArgmax")
+    .Inputs(2)
+    .Attr("input_shape")
+    .Attr("kernel")
+    .Attr("stride", std::vector<int64_t>{1, 1})
+    .Attr("padding", std::vector<int64_t>{0, 0})
+    .Infer(InferMaxPoolGradWithArgmax);
 
 REGISTER_OP("AvgPool")
     .Inputs(1)

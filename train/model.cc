@@ -96,6 +96,7 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
                                     options_.image_shape, options_.parallel.sync_batch_norm));
   CompileOptions compile{
       .autodiff = AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale},
+      .fuse_kernels = options_.fuse_kernels,
       .share_buffers_with = share_with};
   if (options_.accumulation_steps > 1) {
     const MicroBatch role = updates ? MicroBatch::kLast : MicroBatch::kAccumulate;

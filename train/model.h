@@ -36,6 +36,8 @@ struct ModelOptions {
   parallel::ParallelOptions parallel;
   // Micro-batches whose gradients are summed before one update (and one AllReduce).
   int64_t accumulation_steps = 1;
+  // Fused kernels where the device has them (CompileOptions::fuse_kernels).
+  bool fuse_kernels = true;
 };
 
 struct EvalResult {

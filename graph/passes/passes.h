@@ -8,6 +8,9 @@ namespace lockstep {
 
 // Emits gradient nodes from each op's registered rule, reverse topologically.
 std::unique_ptr<Pass> CreateAutodiffPass();
+// Merges op pairs that one kernel of the device computes in a single pass (BatchNorm with ReLU,
+// MaxPool keeping its argmax for MaxPoolGrad).
+std::unique_ptr<Pass> CreateFuseKernelsPass();
 // Removes nodes none of whose outputs reach a graph output.
 std::unique_ptr<Pass> CreateDeadCodeElimPass();
 // Chooses each value's layout from its kernel's preference and inserts Reorder nodes between

@@ -1,6 +1,9 @@
 // oneDNN batch normalization. Activations (x, y, dy, dx) are blocked when eligible so BN sits
-// between convolutions without reorders; the per-channel vectors are plain (C).
+// between convolutions without reorders; the per-channel vectors are plain (C). BatchNormRelu and
+// its gradient are the same primitives with oneDNN's fused ReLU, whose mask the forward writes
+// into its output 5 and the backward reads from its input 5.
 
+#include "core/logging.h"
 #include "graph/kernel.h"
 #include "ops/cpu/dnnl_util.h"
 
@@ -23,12 +26,28 @@ float Epsilon(const Node& node) { return static_cast<float>(node.attrs.GetFloat(
 const normalization_flags kScaleShift =
     normalization_flags::use_scale | normalization_flags::use_shift;
 
+// Whether the node is one of the fused BatchNorm + ReLU ops.
+bool FusesRelu(const Node& node) { return node.op->name().starts_with("BatchNormRelu"); }
+
+normalization_flags TrainingFlags(const Node& node) {
+  return FusesRelu(node) ? kScaleShift | normalization_flags::fuse_norm_relu : kScaleShift;
+}
+
 dnnl::batch_normalization_forward::primitive_desc ForwardTraining(
     const Node& node, const dnnl::primitive_attr& attr) {
   dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_training,
                                                ActivationDesc(*node.inputs[0]), Epsilon(node),
-                                               kScaleShift);
+                                               TrainingFlags(node));
   return {desc, attr, dnnl_util::CpuEngine()};
+}
+
+// oneDNN's ReLU mask for `pd`, held by the opaque byte tensor `mask`.
+template <typename Pd>
+dnnl::memory::desc MaskDesc(const Pd& pd, const Value& mask) {
+  const dnnl::memory::desc desc = pd.workspace_desc();
+  LS_CHECK(desc.get_size() <= mask.bytes()) << "the fused ReLU's mask takes " << desc.get_size()
+                                            << " bytes, its tensor holds " << mask.bytes();
+  return desc;
 }
 
 // The forward primitive with its arguments declared: x, y, and the (C) scale, shift, mean and
@@ -52,17 +71,22 @@ class BatchNormKernel : public Kernel {
         momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))) {
     const int64_t per_channel = NumElements(node.inputs[0]->shape()) / channels_;
     unbias_ = static_cast<float>(per_channel) / static_cast<float>(per_channel - 1);
-    step_ = ForwardStep(ForwardTraining(node, dnnl_util::ScratchpadAttr()), node);
+    const auto pd = ForwardTraining(node, dnnl_util::ScratchpadAttr());
+    step_ = ForwardStep(pd, node);
+    if (FusesRelu(node)) step_.Arg(DNNL_ARG_WORKSPACE, MaskDesc(pd, *node.output(5)));
   }
   size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
 
   absl::Status Run(const KernelIO& io) override {
-    LS_RETURN_IF_ERROR(step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},         // (N, C, ...)
-                                  {DNNL_ARG_SCALE, io.inputs[1].raw_data()},       // (C)
-                                  {DNNL_ARG_SHIFT, io.inputs[2].raw_data()},       // (C)
-                                  {DNNL_ARG_DST, io.outputs[0].raw_data()},        // (N, C, ...)
-                                  {DNNL_ARG_MEAN, io.outputs[1].raw_data()},       // (C)
-                                  {DNNL_ARG_VARIANCE, io.outputs[2].raw_data()}},  // (C)
+    // The mask's slot is unused (and absent) without the fused ReLU.
+    void* mask = io.outputs.size() > 5 ? io.outputs[5].raw_data() : nullptr;
+    LS_RETURN_IF_ERROR(step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},        // (N, C, ...)
+                                  {DNNL_ARG_SCALE, io.inputs[1].raw_data()},      // (C)
+                                  {DNNL_ARG_SHIFT, io.inputs[2].raw_data()},      // (C)
+                                  {DNNL_ARG_DST, io.outputs[0].raw_data()},       // (N, C, ...)
+                                  {DNNL_ARG_MEAN, io.outputs[1].raw_data()},      // (C)
+                                  {DNNL_ARG_VARIANCE, io.outputs[2].raw_data()},  // (C)
+                                  {DNNL_ARG_WORKSPACE, mask}},
                                  io.workspace));
     const float* mean = io.outputs[1].data<float>();     // (C) batch mean
     const float* var = io.outputs[2].data<float>();      // (C) biased batch variance
@@ -92,7 +116,8 @@ class BatchNormGradKernel : public Kernel {
     const Value& x = *node.inputs[0];
     const Value& dy = *node.inputs[4];
     dnnl::batch_normalization_backward::desc desc(dnnl::prop_kind::backward, ActivationDesc(dy),
-                                                  ActivationDesc(x), Epsilon(node), kScaleShift);
+                                                  ActivationDesc(x), Epsilon(node),
+                                                  TrainingFlags(node));
     dnnl::batch_normalization_backward::primitive_desc pd(
         desc, dnnl_util::ScratchpadAttr(), dnnl_util::CpuEngine(),
         ForwardTraining(node, dnnl::primitive_attr()));
@@ -104,20 +129,23 @@ class BatchNormGradKernel : public Kernel {
                     DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT}) {
       step_.Arg(arg, ChannelDesc(node));
     }
+    if (FusesRelu(node)) step_.Arg(DNNL_ARG_WORKSPACE, MaskDesc(pd, *node.inputs[5]));
   }
   size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
 
   absl::Status Run(const KernelIO& io) override {
+    void* mask = io.inputs.size() > 5 ? io.inputs[5].raw_data() : nullptr;
     return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},    // (N, C, ...)
                       {DNNL_ARG_SCALE, io.inputs[1].raw_data()},  // (C) gamma
                       // oneDNN 2.6 insists on a shift argument here but never reads it.
                       {DNNL_ARG_SHIFT, io.inputs[1].raw_data()},
-                      {DNNL_ARG_MEAN, io.inputs[2].raw_data()},          // (C) saved mean
-                      {DNNL_ARG_VARIANCE, io.inputs[3].raw_data()},      // (C) saved variance
-                      {DNNL_ARG_DIFF_DST, io.inputs[4].raw_data()},      // (N, C, ...)
-                      {DNNL_ARG_DIFF_SRC, io.outputs[0].raw_data()},     // (N, C, ...)
-                      {DNNL_ARG_DIFF_SCALE, io.outputs[1].raw_data()},   // (C)
-                      {DNNL_ARG_DIFF_SHIFT, io.outputs[2].raw_data()}},  // (C)
+                      {DNNL_ARG_MEAN, io.inputs[2].raw_data()},         // (C) saved mean
+                      {DNNL_ARG_VARIANCE, io.inputs[3].raw_data()},     // (C) saved variance
+                      {DNNL_ARG_DIFF_DST, io.inputs[4].raw_data()},     // (N, C, ...)
+                      {DNNL_ARG_DIFF_SRC, io.outputs[0].raw_data()},    // (N, C, ...)
+                      {DNNL_ARG_DIFF_SCALE, io.outputs[1].raw_data()},  // (C)
+                      {DNNL_ARG_DIFF_SHIFT, io.outputs[2].raw_data()},  // (C)
+                      {DNNL_ARG_WORKSPACE, mask}},
                      io.workspace);
   }
 
@@ -153,6 +181,12 @@ REGISTER_KERNEL({.op = "BatchNorm",
                  .create = dnnl_util::DnnlFactory<BatchNormKernel>(),
                  .layouts = BlockedWhereEligible});
 REGISTER_KERNEL({.op = "BatchNormGrad",
+                 .create = dnnl_util::DnnlFactory<BatchNormGradKernel>(),
+                 .layouts = BlockedWhereEligible});
+REGISTER_KERNEL({.op = "BatchNormRelu",
+                 .create = dnnl_util::DnnlFactory<BatchNormKernel>(),
+                 .layouts = BlockedWhereEligible});
+REGISTER_KERNEL({.op = "BatchNormReluGrad",
                  .create = dnnl_util::DnnlFactory<BatchNormGradKernel>(),
                  .layouts = BlockedWhereEligible});
 REGISTER_KERNEL({.op = "BatchNormInference",

@@ -80,7 +80,14 @@ void DnnlStep::Arg(int arg, const dnnl::memory::desc& desc) {
 }
 
 absl::Status DnnlStep::Run(std::initializer_list<std::pair<int, void*>> handles, void* workspace) {
-  for (auto [arg, data] : handles) args_.at(arg).set_data_handle(data);
+  for (auto [arg, data] : handles) {
+    auto it = args_.find(arg);
+    if (it != args_.end()) {
+      it->second.set_data_handle(data);
+    } else {
+      LS_CHECK(data == nullptr) << "oneDNN argument " << arg << " was never declared";
+    }
+  }
   if (scratchpad_bytes_ > 0) args_.at(DNNL_ARG_SCRATCHPAD).set_data_handle(workspace);
   DNNL_RETURN_IF_ERROR(primitive_.execute(CpuStream(), args_); CpuStream().wait());
   return absl::OkStatus();

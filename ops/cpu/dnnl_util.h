@@ -57,7 +57,8 @@ class DnnlStep {
   // Declares argument `arg` (DNNL_ARG_SRC, ...) with its descriptor.
   void Arg(int arg, const dnnl::memory::desc& desc);
   size_t scratchpad_bytes() const { return scratchpad_bytes_; }
-  // handles: (arg, data pointer) for every declared argument but the scratchpad.
+  // handles: (arg, data pointer) for every declared argument but the scratchpad; an argument
+  // the primitive was built without (an optional workspace) may come with nullptr.
   absl::Status Run(std::initializer_list<std::pair<int, void*>> handles, void* workspace);
 
  private:

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/allocator.h"
+#include "core/logging.h"
 #include "graph/kernel.h"
 #include "ops/cpu/dnnl_util.h"
 
@@ -45,40 +46,57 @@ PoolDescs MakePoolDescs(const Node& node, PoolKind kind, const Value& x, const V
   return d;
 }
 
+// oneDNN's argmax workspace for `pd`, held by the opaque byte tensor `argmax`.
+template <typename Pd>
+dnnl::memory::desc ArgmaxDesc(const Pd& pd, const Value& argmax) {
+  const dnnl::memory::desc desc = pd.workspace_desc();
+  LS_CHECK(desc.get_size() <= argmax.bytes())
+      << "max pooling's workspace takes " << desc.get_size() << " bytes, its argmax tensor holds "
+      << argmax.bytes();
+  return desc;
+}
+
 dnnl::pooling_forward::primitive_desc ForwardPd(const PoolDescs& d, dnnl::prop_kind prop_kind) {
   dnnl::pooling_forward::desc desc(prop_kind, d.algorithm, d.src, d.dst, d.strides, d.kernel,
                                    d.padding, d.padding);
   return {desc, dnnl_util::ScratchpadAttr(), dnnl_util::CpuEngine()};
 }
 
-// x (N, C, H, W) -> y (N, C, OH, OW).
+// x (N, C, H, W) -> y (N, C, OH, OW). MaxPoolWithArgmax also writes oneDNN's argmax workspace
+// to its output 1 for the backward.
 class PoolKernel : public Kernel {
  public:
-  PoolKernel(const Node& node, PoolKind kind) {
-    auto pd = ForwardPd(MakePoolDescs(node, kind, *node.inputs[0], *node.output()),
-                        dnnl::prop_kind::forward_inference);
+  PoolKernel(const Node& node, PoolKind kind) : argmax_(node.outputs.size() == 2) {
+    auto pd =
+        ForwardPd(MakePoolDescs(node, kind, *node.inputs[0], *node.output()),
+                  argmax_ ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference);
     pool_ = dnnl_util::DnnlStep(dnnl::pooling_forward(pd), pd.scratchpad_desc());
     pool_.Arg(DNNL_ARG_SRC, pd.src_desc());
     pool_.Arg(DNNL_ARG_DST, pd.dst_desc());
+    if (argmax_) pool_.Arg(DNNL_ARG_WORKSPACE, ArgmaxDesc(pd, *node.output(1)));
   }
   size_t WorkspaceBytes() const override { return pool_.scratchpad_bytes(); }
   absl::Status Run(const KernelIO& io) override {
-    return pool_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},    // (N, C, H, W)
-                      {DNNL_ARG_DST, io.outputs[0].raw_data()}},  // (N, C, OH, OW)
+    return pool_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},   // (N, C, H, W)
+                      {DNNL_ARG_DST, io.outputs[0].raw_data()},  // (N, C, OH, OW)
+                      {DNNL_ARG_WORKSPACE, argmax_ ? io.outputs[1].raw_data() : nullptr}},
                      io.workspace);
   }
 
  private:
+  bool argmax_;
   dnnl_util::DnnlStep pool_;
 };
 
-// dy (N, C, OH, OW) -> dx (N, C, H, W); MaxPoolGrad also reads x (N, C, H, W) as input 0 and
-// recomputes the forward into its scratch to get the argmax workspace the backward needs.
-// Scratch: [shared scratchpad | recomputed y | argmax workspace].
+// dy (N, C, OH, OW) -> dx (N, C, H, W). The max-pool backward needs the argmax workspace:
+// MaxPoolGradWithArgmax reads it (inputs dy, argmax); MaxPoolGrad (inputs x, dy) recomputes the
+// forward into its scratch: [shared scratchpad | recomputed y | argmax workspace].
 class PoolGradKernel : public Kernel {
  public:
-  PoolGradKernel(const Node& node, PoolKind kind) {
-    PoolDescs d = MakePoolDescs(node, kind, *node.output(), *node.inputs.back());
+  PoolGradKernel(const Node& node, PoolKind kind)
+      : dy_input_(node.op->name() == "MaxPoolGrad" ? 1 : 0),
+        saved_argmax_(node.op->name() == "MaxPoolGradWithArgmax") {
+    PoolDescs d = MakePoolDescs(node, kind, *node.output(), *node.inputs[dy_input_]);
     auto forward_pd = ForwardPd(d, dnnl::prop_kind::forward_training);
     dnnl::pooling_backward::desc desc(d.algorithm, d.src, d.dst, d.strides, d.kernel, d.padding,
                                       d.padding);
@@ -88,6 +106,10 @@ class PoolGradKernel : public Kernel {
     backward_.Arg(DNNL_ARG_DIFF_DST, pd.diff_dst_desc());
     backward_.Arg(DNNL_ARG_DIFF_SRC, pd.diff_src_desc());
     workspace_bytes_ = backward_.scratchpad_bytes();
+    if (saved_argmax_) {
+      backward_.Arg(DNNL_ARG_WORKSPACE, ArgmaxDesc(pd, *node.inputs[1]));
+      return;
+    }
     if (kind != PoolKind::kMax) return;
     recompute_ = true;
     forward_ = dnnl_util::DnnlStep(dnnl::pooling_forward(forward_pd), forward_pd.scratchpad_desc());
@@ -102,10 +124,14 @@ class PoolGradKernel : public Kernel {
   size_t WorkspaceBytes() const override { return workspace_bytes_; }
 
   absl::Status Run(const KernelIO& io) override {
-    void* dy = io.inputs.back().raw_data();  // (N, C, OH, OW)
-    void* dx = io.outputs[0].raw_data();     // (N, C, H, W)
+    void* dy = io.inputs[dy_input_].raw_data();  // (N, C, OH, OW)
+    void* dx = io.outputs[0].raw_data();         // (N, C, H, W)
     if (!recompute_) {
-      return backward_.Run({{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}}, io.workspace);
+      return backward_.Run(
+          {{DNNL_ARG_DIFF_DST, dy},
+           {DNNL_ARG_DIFF_SRC, dx},
+           {DNNL_ARG_WORKSPACE, saved_argmax_ ? io.inputs[1].raw_data() : nullptr}},
+          io.workspace);
     }
     char* scratch = static_cast<char*>(io.workspace);
     LS_RETURN_IF_ERROR(forward_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},  // (N, C, H, W)
@@ -121,6 +147,8 @@ class PoolGradKernel : public Kernel {
  private:
   dnnl_util::DnnlStep forward_;
   dnnl_util::DnnlStep backward_;
+  int dy_input_;
+  bool saved_argmax_;
   bool recompute_ = false;
   size_t y_offset_ = 0;
   size_t argmax_offset_ = 0;
@@ -130,6 +158,9 @@ class PoolGradKernel : public Kernel {
 REGISTER_KERNEL({.op = "MaxPool",
                  .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kMax),
                  .layouts = BlockedWhereEligible});
+REGISTER_KERNEL({.op = "MaxPoolWithArgmax",
+                 .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kMax),
+                 .layouts = BlockedWhereEligible});
 REGISTER_KERNEL({.op = "AvgPool",
                  .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kAvg),
                  .layouts = BlockedWhereEligible});
@@ -137,6 +168,9 @@ REGISTER_KERNEL({.op = "GlobalAvgPool",
                  .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kGlobalAvg),
                  .layouts = BlockedWhereEligible});
 REGISTER_KERNEL({.op = "MaxPoolGrad",
+                 .create = dnnl_util::DnnlFactory<PoolGradKernel>(PoolKind::kMax),
+                 .layouts = BlockedWhereEligible});
+REGISTER_KERNEL({.op = "MaxPoolGradWithArgmax",
                  .create = dnnl_util::DnnlFactory<PoolGradKernel>(PoolKind::kMax),
                  .layouts = BlockedWhereEligible});
 REGISTER_KERNEL({.op = "AvgPoolGrad",

@@ -111,24 +111,11 @@ class FuseAllReducePass : public Pass {
     std::map<const Value*, Value*> replacement;
     for (size_t i = 0; i < bucket.size(); ++i)
       replacement[bucket[i].node->output()] = fused->output(i);
-    ReplaceUses(graph, replacement);
+    graph.ReplaceUses(replacement);
     graph.RemoveNodes([&](const Node& node) {
       return std::any_of(bucket.begin(), bucket.end(),
                          [&](const Member& m) { return m.node == &node; });
     });
-  }
-
-  static void ReplaceUses(Graph& graph, const std::map<const Value*, Value*>& replacement) {
-    for (const auto& node : graph.nodes()) {
-      for (Value*& input : node->inputs) {
-        auto it = replacement.find(input);
-        if (it != replacement.end()) input = it->second;
-      }
-    }
-    for (GraphOutput& output : graph.outputs()) {
-      auto it = replacement.find(output.value);
-      if (it != replacement.end()) output.value = it->second;
-    }
   }
 
   ParallelOptions options_;

@@ -65,7 +65,7 @@ TEST(BuilderTest, DumpsEveryPassWhenAsked) {
   options.dump_dir = dir.string();
   ASSERT_TRUE(Compile(std::move(graph), options).ok());
   EXPECT_TRUE(std::filesystem::exists(dir / "00_input.txt"));
-  EXPECT_TRUE(std::filesystem::exists(dir / "04_LowerKernels.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "05_LowerKernels.txt"));
   std::filesystem::remove_all(dir);
 }
 
