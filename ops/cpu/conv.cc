@@ -11,7 +11,9 @@
 
 #include "core/allocator.h"
 #include "graph/kernel.h"
+#include "ops/cpu/conv_filter_matmul.h"
 #include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/preferred_weights.h"
 
 namespace lockstep {
 namespace {
@@ -60,52 +62,6 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const ConvDescs& d) {
   return {desc, dnnl_util::ScratchpadAttr(), dnnl_util::CpuEngine()};
 }
 
-// Weights used by a primitive in another layout than the graph keeps them in: a slot in the
-// kernel's scratch, after the scratchpads, holds them in the primitive's layout. Idle when the
-// two layouts agree.
-class PreferredWeights {
- public:
-  // Reorders stored -> preferred before the primitive (inputs), or preferred -> stored after it
-  // (the filter gradient). `primitive_scratchpad`: bytes the primitive's scratchpad takes.
-  PreferredWeights(const memory::desc& stored, const memory::desc& preferred, bool into_preferred,
-                   size_t primitive_scratchpad)
-      : into_preferred_(into_preferred), slot_offset_(AlignUp(primitive_scratchpad)) {
-    if (stored == preferred) return;
-    const memory::desc& from = into_preferred ? stored : preferred;
-    const memory::desc& to = into_preferred ? preferred : stored;
-    dnnl::engine& engine = dnnl_util::CpuEngine();
-    dnnl::reorder::primitive_desc pd(engine, from, engine, to, dnnl_util::ScratchpadAttr());
-    reorder_ = dnnl_util::DnnlStep(dnnl::reorder(pd), pd.scratchpad_desc());
-    reorder_.Arg(DNNL_ARG_FROM, from);
-    reorder_.Arg(DNNL_ARG_TO, to);
-    // The reorder and the primitive run one after the other, so they share the scratchpad.
-    slot_offset_ = AlignUp(std::max(primitive_scratchpad, reorder_.scratchpad_bytes()));
-    slot_bytes_ = preferred.get_size();
-    active_ = true;
-  }
-
-  size_t WorkspaceBytes() const { return slot_offset_ + slot_bytes_; }
-  // Where the primitive finds the weights: the graph's tensor, or the slot.
-  void* Buffer(void* stored, void* workspace) const {
-    return active_ ? static_cast<char*>(workspace) + slot_offset_ : stored;
-  }
-  // Run before the primitive when reordering into the preferred layout, after it otherwise.
-  absl::Status Reorder(void* stored, void* workspace) {
-    if (!active_) return absl::OkStatus();
-    void* slot = Buffer(stored, workspace);
-    return reorder_.Run({{DNNL_ARG_FROM, into_preferred_ ? stored : slot},
-                         {DNNL_ARG_TO, into_preferred_ ? slot : stored}},
-                        workspace);
-  }
-
- private:
-  dnnl_util::DnnlStep reorder_;
-  bool into_preferred_;
-  bool active_ = false;
-  size_t slot_offset_;
-  size_t slot_bytes_ = 0;
-};
-
 class Conv2DKernel : public Kernel {
  public:
   explicit Conv2DKernel(const Node& node)
@@ -132,7 +88,7 @@ class Conv2DKernel : public Kernel {
   }
 
   dnnl_util::DnnlStep conv_;
-  PreferredWeights weights_;
+  dnnl_util::PreferredWeights weights_;
 };
 
 dnnl::convolution_backward_data::primitive_desc BackwardDataPd(const ConvDescs& d) {
@@ -172,7 +128,7 @@ class Conv2DBackpropInputKernel : public Kernel {
   }
 
   dnnl_util::DnnlStep conv_;
-  PreferredWeights weights_;
+  dnnl_util::PreferredWeights weights_;
 };
 
 dnnl::convolution_backward_weights::primitive_desc BackwardWeightsPd(const ConvDescs& d) {
@@ -213,7 +169,7 @@ class Conv2DBackpropFilterKernel : public Kernel {
   }
 
   dnnl_util::DnnlStep conv_;
-  PreferredWeights weights_;
+  dnnl_util::PreferredWeights weights_;
 };
 
 // The native blocked weight layout where eligible; grouped weights stay plain.
@@ -273,6 +229,25 @@ LayoutChoice BackpropLayouts(const Node& node, const std::vector<Layout>& produc
   return choice;
 }
 
+// oneDNN's filter-gradient kernel, or one matmul over the whole batch where oneDNN would run its
+// gemm-based kernel image by image (see conv_filter_matmul.h).
+absl::StatusOr<std::unique_ptr<Kernel>> CreateBackpropFilterKernel(const Node& node) {
+  if (FilterGradByMatmulFits(node)) {
+    std::string impl;
+    try {
+      impl =
+          BackwardWeightsPd(MakeConvDescs(node, *node.inputs[0], *node.output(), *node.inputs[1]))
+              .impl_info_str();
+    } catch (const dnnl::error&) {
+      // No oneDNN kernel at all: the matmul does it.
+    }
+    if (impl.empty() || impl.find("gemm") != std::string::npos) {
+      return MakeFilterGradByMatmulKernel(node);
+    }
+  }
+  return dnnl_util::DnnlFactory<Conv2DBackpropFilterKernel>()(node);
+}
+
 REGISTER_KERNEL({.op = "Conv2D",
                  .create = dnnl_util::DnnlFactory<Conv2DKernel>(),
                  .layouts = ConvLayouts<1>});
@@ -280,7 +255,7 @@ REGISTER_KERNEL({.op = "Conv2DBackpropInput",
                  .create = dnnl_util::DnnlFactory<Conv2DBackpropInputKernel>(),
                  .layouts = BackpropLayouts<1>});
 REGISTER_KERNEL({.op = "Conv2DBackpropFilter",
-                 .create = dnnl_util::DnnlFactory<Conv2DBackpropFilterKernel>(),
+                 .create = CreateBackpropFilterKernel,
                  .layouts = BackpropLayouts<kWeightsOut>});
 
 }  // namespace

@@ -188,6 +188,16 @@ TEST(ConvOpTest, GradientBlockedWeightParameter) {
                          {{"padding", Shape{1, 1}}});
 }
 
+// 3x3 windows over 2x2 maps (ResNet's last stage at 64x64): oneDNN has no direct kernel, so the
+// activations stay plain and the filter gradient is one matmul over the batch, reordered into the
+// blocked layout the weights are kept in.
+TEST(ConvOpTest, GradientOverTwoByTwoMapsIntoBlockedWeights) {
+  ExpectOpGradientsMatch("Conv2D",
+                         {{.name = "x", .shape = {2, 16, 2, 2}},
+                          {.name = "w", .shape = {16, 16, 3, 3}, .role = InputRole::kParameter}},
+                         {{"padding", Shape{1, 1}}});
+}
+
 // conv (16 -> 32, 1x1) -> grouped conv (32 -> 16, 3x3, stride 2, padding 1): every gradient
 // passes through blocked activations. Kept small: the check perturbs each element.
 TEST(ConvOpTest, GradientBlockedChain) {

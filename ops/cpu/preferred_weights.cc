@@ -1,0 +1,35 @@
+#include "ops/cpu/preferred_weights.h"
+
+#include <algorithm>
+
+#include "core/allocator.h"
+
+namespace lockstep::dnnl_util {
+
+PreferredWeights::PreferredWeights(const dnnl::memory::desc& stored,
+                                   const dnnl::memory::desc& preferred, bool into_preferred,
+                                   size_t primitive_scratchpad)
+    : into_preferred_(into_preferred), slot_offset_(AlignUp(primitive_scratchpad)) {
+  if (stored == preferred) return;
+  const dnnl::memory::desc& from = into_preferred ? stored : preferred;
+  const dnnl::memory::desc& to = into_preferred ? preferred : stored;
+  dnnl::engine& engine = CpuEngine();
+  dnnl::reorder::primitive_desc pd(engine, from, engine, to, ScratchpadAttr());
+  reorder_ = DnnlStep(dnnl::reorder(pd), pd.scratchpad_desc());
+  reorder_.Arg(DNNL_ARG_FROM, from);
+  reorder_.Arg(DNNL_ARG_TO, to);
+  // The reorder and the primitive run one after the other, so they share the scratchpad.
+  slot_offset_ = AlignUp(std::max(primitive_scratchpad, reorder_.scratchpad_bytes()));
+  slot_bytes_ = preferred.get_size();
+  active_ = true;
+}
+
+absl::Status PreferredWeights::Reorder(void* stored, void* workspace) {
+  if (!active_) return absl::OkStatus();
+  void* slot = Buffer(stored, workspace);
+  return reorder_.Run({{DNNL_ARG_FROM, into_preferred_ ? stored : slot},
+                       {DNNL_ARG_TO, into_preferred_ ? slot : stored}},
+                      workspace);
+}
+
+}  // namespace lockstep::dnnl_util
