@@ -68,6 +68,10 @@ REGISTER_OP("Relu").Inputs(1).Infer(SameAsInput).Grad([](GradContext& g) {
 // (x, dy) -> dy where x > 0.
 REGISTER_OP("ReluGrad").Inputs(2).Infer(InferSameShapes);
 
+// relu(a + b), a residual connection's sum and ReLU in one pass. Made after autodiff by the
+// FuseKernels pass (the backward's ReluGrad then reads this output: it is > 0 where a + b is).
+REGISTER_OP("AddRelu").Inputs(2).Infer(InferSameShapes);
+
 REGISTER_OP("Scale").Inputs(1).Attr("scale").Infer(SameAsInput).Grad([](GradContext& g) {
   return std::vector<Value*>{g.builder.Op1("Scale", {g.dy()}, {{"scale", g.attrs().Get("scale")}})};
 });

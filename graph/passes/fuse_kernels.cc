@@ -6,6 +6,8 @@
 //    so neither the ReLU nor its gradient reads and writes the activation again.
 //  - MaxPool with its MaxPoolGrad becomes MaxPoolWithArgmax and MaxPoolGradWithArgmax: the
 //    forward keeps where each maximum was, so the backward does not run the forward again.
+//  - Add -> Relu (a residual connection) becomes AddRelu, and the ReLU's gradient reads its
+//    output, which is > 0 exactly where the sum is: the sum is never written.
 
 #include <initializer_list>
 #include <map>
@@ -36,6 +38,7 @@ class FuseKernelsPass : public Pass {
     for (Node* node : order) {
       if (node->op->name() == "BatchNorm") FuseNormRelu(builder, *node);
       if (node->op->name() == "MaxPool") KeepArgmax(builder, *node);
+      if (node->op->name() == "Add") FuseAddRelu(builder, *node);
     }
     LS_RETURN_IF_ERROR(builder.status());
     graph.ReplaceUses(replacement_);
@@ -133,6 +136,29 @@ class FuseKernelsPass : public Pass {
     if (dx == nullptr) return;
     Replace(pool, fused);
     Replace(*pool_grad, {dx});
+  }
+
+  void FuseAddRelu(Builder& b, const Node& add) {
+    const Value* sum = add.output();
+    const Node* relu = nullptr;
+    Node* relu_grad = nullptr;
+    for (Node* reader : Readers(sum)) {
+      if (reader->op->name() == "Relu") relu = reader;
+      if (reader->op->name() == "ReluGrad" && reader->inputs[0] == sum) relu_grad = reader;
+    }
+    // The sum must have no other reader; without a gradient there is no ReluGrad.
+    const size_t readers = Readers(sum).size();
+    if (relu == nullptr || readers != (relu_grad == nullptr ? 1u : 2u) ||
+        !HasKernels({"AddRelu"}, sum->dtype())) {
+      return;
+    }
+    PlaceBefore(b, add);
+    Value* fused = b.Op1("AddRelu", add.inputs, add.attrs);
+    if (fused == nullptr) return;
+    if (relu_grad != nullptr) relu_grad->inputs[0] = fused;
+    replacement_[relu->output()] = fused;
+    fused_.insert(&add);
+    fused_.insert(relu);
   }
 
   DeviceType device_ = DeviceType::kCPU;

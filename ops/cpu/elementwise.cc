@@ -24,6 +24,18 @@ class AddKernel : public Kernel {
   }
 };
 
+class AddReluKernel : public Kernel {
+ public:
+  explicit AddReluKernel(const Node&) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* a = io.inputs[0].data<float>();  // any shape
+    const float* b = io.inputs[1].data<float>();  // same shape as a
+    float* y = io.outputs[0].data<float>();
+    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { y[i] = std::max(a[i] + b[i], 0.0f); });
+    return absl::OkStatus();
+  }
+};
+
 class ReluKernel : public Kernel {
  public:
   explicit ReluKernel(const Node&) {}
@@ -159,6 +171,9 @@ class BiasAddGradKernel : public Kernel {
 
 REGISTER_KERNEL({.op = "Add",
                  .create = MakeFactory<AddKernel>(),
+                 .layouts = SameLayoutAsFirstInput});
+REGISTER_KERNEL({.op = "AddRelu",
+                 .create = MakeFactory<AddReluKernel>(),
                  .layouts = SameLayoutAsFirstInput});
 REGISTER_KERNEL({.op = "Relu",
                  .create = MakeFactory<ReluKernel>(),

@@ -14,9 +14,9 @@ namespace {
 constexpr int64_t kBatch = 2;
 
 // conv -> BN -> ReLU -> max pool (3x3, stride 2, overlapping windows) -> conv -> BN -> + pooled
-// -> ReLU -> global average -> dense -> cross-entropy: one BN-ReLU pair and one max pool to fuse,
-// and a BN-Add-ReLU that must stay as it is. `channels` decides the layout: a multiple of 8 runs
-// blocked, others plain.
+// -> ReLU -> global average -> dense -> cross-entropy: a BN-ReLU pair, a max pool and an Add-ReLU
+// to fuse, and a BN before the Add that stays as it is. `channels` decides the layout: a multiple
+// of 8 runs blocked, others plain.
 std::unique_ptr<Graph> BuildNet(int64_t channels) {
   auto graph = std::make_unique<Graph>();
   Builder b(graph.get());
@@ -54,7 +54,7 @@ std::map<std::string, int> CountOps(const Graph& graph) {
   return count;
 }
 
-TEST(FuseKernelsTest, NormReluAndMaxPoolPairsBecomeFusedNodes) {
+TEST(FuseKernelsTest, NormReluMaxPoolAndAddReluBecomeFusedNodes) {
   for (int64_t channels : {16, 6}) {
     SCOPED_TRACE(absl::StrCat(channels, " channels"));
     auto executor = CompileNet(channels, /*fuse=*/true);
@@ -66,11 +66,13 @@ TEST(FuseKernelsTest, NormReluAndMaxPoolPairsBecomeFusedNodes) {
     EXPECT_EQ(ops["MaxPoolGradWithArgmax"], 1);
     EXPECT_EQ(ops["MaxPool"], 0);
     EXPECT_EQ(ops["MaxPoolGrad"], 0);
-    // The normalization feeding the residual Add keeps its own ops, as does the ReLU after it.
+    EXPECT_EQ(ops["AddRelu"], 1);
+    EXPECT_EQ(ops["Relu"], 0);
+    // The residual ReLU's gradient stays, reading AddRelu's output.
+    EXPECT_EQ(ops["ReluGrad"], 1);
+    // The normalization feeding the residual Add keeps its own ops.
     EXPECT_EQ(ops["BatchNorm"], 1);
     EXPECT_EQ(ops["BatchNormGrad"], 1);
-    EXPECT_EQ(ops["Relu"], 1);
-    EXPECT_EQ(ops["ReluGrad"], 1);
   }
 }
 
