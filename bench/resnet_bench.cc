@@ -4,7 +4,7 @@
 // median of the timed steps).
 //
 //   [mpirun -n 2] lockstep-bench-resnet [--model resnet50,resnet18] [--size 64,224] [--batch 8]
-//                         [--steps 5] [--threads 2] [--profile] [--conv] [--no-fuse]
+//                         [--steps 5] [--threads 2] [--profile] [--conv] [--no-fuse] [--paced]
 //                         [--data-parallel]
 //                         [--fusion-threshold-mb 25]
 //
@@ -12,6 +12,9 @@
 // --batch images per rank, a different random batch on each rank (seeded by the rank), a barrier
 // before each step. Rank 0 prints the global images/s and the communication the backward did not
 // hide (the executor's exposed wait), per step and as a share of the median step.
+//
+// --paced runs each step (warm-up included) when a line arrives on stdin and prints its time:
+// bench/paced_vs_torch.py alternates these steps with torch's, so both meet the same machine.
 //
 // --profile times every kernel of the step and prints where the time goes, by op and by node.
 // --conv compares each convolution inside the graph (GFLOP/s) with the bare oneDNN primitive on
@@ -58,6 +61,7 @@ struct BenchConfig {
   bool profile = false;
   bool conv = false;
   bool no_fuse = false;
+  bool paced = false;
   bool data_parallel = false;
   double fusion_threshold_mb = parallel::ParallelOptions().fusion_threshold_mb;
 };
@@ -272,11 +276,15 @@ absl::StatusOr<StepTimes> TimeSteps(const BenchConfig& config, Model& model, con
     }
     // As the torch peer does: every rank starts the step together, so a step times the slowest.
     if (group != nullptr) LS_RETURN_IF_ERROR(bench::Barrier(*group));
+    std::string go;
+    if (config.paced && !std::getline(std::cin, go)) {
+      return absl::AbortedError("--paced: standard input closed before the last step");
+    }
     const Clock::time_point start = Clock::now();
     LS_ASSIGN_OR_RETURN(result.loss, model.TrainStep(batch));
-    if (i >= config.warmup) {
-      result.seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (config.paced) std::cout << "step_s=" << seconds << std::endl;
+    if (i >= config.warmup) result.seconds.push_back(seconds);
   }
   result.exposed_wait = executor.exposed_wait_seconds();
   return result;
@@ -335,6 +343,8 @@ int main(int argc, char** argv) {
   app.add_flag("--profile", config.profile, "time every kernel");
   app.add_flag("--conv", config.conv, "convolutions in the graph against bare oneDNN");
   app.add_flag("--no-fuse", config.no_fuse, "compile without fused kernels (to measure them)");
+  app.add_flag("--paced", config.paced,
+               "wait for a line on stdin before each step and print its time (paced_vs_torch.py)");
   app.add_flag("--data-parallel", config.data_parallel, "data parallel over the ranks of mpirun");
   app.add_option("--fusion-threshold-mb", config.fusion_threshold_mb,
                  "bucket size of the fused gradient AllReduce")
