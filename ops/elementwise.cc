@@ -72,6 +72,10 @@ REGISTER_OP("ReluGrad").Inputs(2).Infer(InferSameShapes);
 // FuseKernels pass (the backward's ReluGrad then reads this output: it is > 0 where a + b is).
 REGISTER_OP("AddRelu").Inputs(2).Infer(InferSameShapes);
 
+// (x, dy1, dy2) -> dy1 + dy2 where x > 0: a ReLU's gradient when two gradients meet at its
+// output (a residual block's input), made by the FuseKernels pass.
+REGISTER_OP("AddReluGrad").Inputs(3).Infer(InferSameShapes);
+
 REGISTER_OP("Scale").Inputs(1).Attr("scale").Infer(SameAsInput).Grad([](GradContext& g) {
   return std::vector<Value*>{g.builder.Op1("Scale", {g.dy()}, {{"scale", g.attrs().Get("scale")}})};
 });

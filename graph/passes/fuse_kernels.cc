@@ -8,6 +8,8 @@
 //    forward keeps where each maximum was, so the backward does not run the forward again.
 //  - Add -> Relu (a residual connection) becomes AddRelu, and the ReLU's gradient reads its
 //    output, which is > 0 exactly where the sum is: the sum is never written.
+//  - Add -> ReluGrad (two gradients meeting at a ReLU's output, a residual block's input)
+//    becomes AddReluGrad: the summed gradient is never written either.
 
 #include <initializer_list>
 #include <map>
@@ -39,6 +41,7 @@ class FuseKernelsPass : public Pass {
       if (node->op->name() == "BatchNorm") FuseNormRelu(builder, *node);
       if (node->op->name() == "MaxPool") KeepArgmax(builder, *node);
       if (node->op->name() == "Add") FuseAddRelu(builder, *node);
+      if (node->op->name() == "ReluGrad") FuseAddReluGrad(builder, *node);
     }
     LS_RETURN_IF_ERROR(builder.status());
     graph.ReplaceUses(replacement_);
@@ -159,6 +162,21 @@ class FuseKernelsPass : public Pass {
     replacement_[relu->output()] = fused;
     fused_.insert(&add);
     fused_.insert(relu);
+  }
+
+  void FuseAddReluGrad(Builder& b, const Node& relu_grad) {
+    const Value* sum = relu_grad.inputs[1];
+    const Node& add = *sum->producer;
+    if (fused_.contains(&relu_grad) || add.op->name() != "Add" || fused_.contains(&add) ||
+        Readers(sum).size() != 1 || !HasKernels({"AddReluGrad"}, sum->dtype())) {
+      return;
+    }
+    PlaceBefore(b, relu_grad);
+    Value* fused =
+        b.Op1("AddReluGrad", {relu_grad.inputs[0], add.inputs[0], add.inputs[1]}, relu_grad.attrs);
+    if (fused == nullptr) return;
+    Replace(relu_grad, {fused});
+    fused_.insert(&add);
   }
 
   DeviceType device_ = DeviceType::kCPU;

@@ -63,6 +63,22 @@ class ReluGradKernel : public Kernel {
   }
 };
 
+class AddReluGradKernel : public Kernel {
+ public:
+  explicit AddReluGradKernel(const Node&) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* x = io.inputs[0].data<float>();    // forward input or output
+    const float* dy1 = io.inputs[1].data<float>();  // same shape
+    const float* dy2 = io.inputs[2].data<float>();  // same shape
+    float* dx = io.outputs[0].data<float>();
+    ParallelFor(io.outputs[0].numel(), [&](int64_t i) {
+      const float g = dy1[i] + dy2[i];
+      dx[i] = x[i] > 0.0f ? g : 0.0f;
+    });
+    return absl::OkStatus();
+  }
+};
+
 class ScaleKernel : public Kernel {
  public:
   explicit ScaleKernel(const Node& node)
@@ -174,6 +190,9 @@ REGISTER_KERNEL({.op = "Add",
                  .layouts = SameLayoutAsFirstInput});
 REGISTER_KERNEL({.op = "AddRelu",
                  .create = MakeFactory<AddReluKernel>(),
+                 .layouts = SameLayoutAsFirstInput});
+REGISTER_KERNEL({.op = "AddReluGrad",
+                 .create = MakeFactory<AddReluGradKernel>(),
                  .layouts = SameLayoutAsFirstInput});
 REGISTER_KERNEL({.op = "Relu",
                  .create = MakeFactory<ReluKernel>(),

@@ -13,10 +13,11 @@ namespace {
 
 constexpr int64_t kBatch = 2;
 
-// conv -> BN -> ReLU -> max pool (3x3, stride 2, overlapping windows) -> conv -> BN -> + pooled
-// -> ReLU -> global average -> dense -> cross-entropy: a BN-ReLU pair, a max pool and an Add-ReLU
-// to fuse, and a BN before the Add that stays as it is. `channels` decides the layout: a multiple
-// of 8 runs blocked, others plain.
+// conv -> BN -> ReLU -> max pool (3x3, stride 2, overlapping windows) -> two residual blocks
+// (conv -> BN, + input, ReLU) -> global average -> dense -> cross-entropy: a BN-ReLU pair, a max
+// pool, two Add-ReLUs and, at the second block's input, two gradients meeting at a ReLU to fuse;
+// the BNs before the Adds stay as they are. `channels` decides the layout: a multiple of 8 runs
+// blocked, others plain.
 std::unique_ptr<Graph> BuildNet(int64_t channels) {
   auto graph = std::make_unique<Graph>();
   Builder b(graph.get());
@@ -34,6 +35,7 @@ std::unique_ptr<Graph> BuildNet(int64_t channels) {
   Value* pooled = b.Op1(
       "MaxPool", {h}, {{"kernel", Shape{3, 3}}, {"stride", Shape{2, 2}}, {"padding", Shape{1, 1}}});
   h = b.Op1("Relu", {b.Op1("Add", {conv_bn(pooled, "b", channels), pooled})});
+  h = b.Op1("Relu", {b.Op1("Add", {conv_bn(h, "c", channels), h})});
   h = b.Op1("Flatten", {b.Op1("GlobalAvgPool", {h})});
   Value* logits = b.Op1("MatMul", {h, b.Parameter("fc", {channels, 5})});
   graph->AddOutput("loss", b.Op("SoftmaxCrossEntropy", {logits, labels})[0], OutputKind::kResult);
@@ -66,13 +68,15 @@ TEST(FuseKernelsTest, NormReluMaxPoolAndAddReluBecomeFusedNodes) {
     EXPECT_EQ(ops["MaxPoolGradWithArgmax"], 1);
     EXPECT_EQ(ops["MaxPool"], 0);
     EXPECT_EQ(ops["MaxPoolGrad"], 0);
-    EXPECT_EQ(ops["AddRelu"], 1);
+    EXPECT_EQ(ops["AddRelu"], 2);
     EXPECT_EQ(ops["Relu"], 0);
-    // The residual ReLU's gradient stays, reading AddRelu's output.
+    // The first block's output gets the second block's two gradients; the last ReLU's gradient
+    // stays a ReluGrad, reading AddRelu's output.
+    EXPECT_EQ(ops["AddReluGrad"], 1);
     EXPECT_EQ(ops["ReluGrad"], 1);
-    // The normalization feeding the residual Add keeps its own ops.
-    EXPECT_EQ(ops["BatchNorm"], 1);
-    EXPECT_EQ(ops["BatchNormGrad"], 1);
+    // The normalizations feeding the residual Adds keep their own ops.
+    EXPECT_EQ(ops["BatchNorm"], 2);
+    EXPECT_EQ(ops["BatchNormGrad"], 2);
   }
 }
 
@@ -83,7 +87,8 @@ std::string Bytes(const Tensor& tensor) {
 // Every result, gradient and running statistic of one step, as plain bytes.
 std::map<std::string, std::string> RunStep(Executor& executor) {
   uint64_t seed = 0;
-  for (const char* input : {"x", "a.w", "a.gamma", "a.beta", "b.w", "b.gamma", "b.beta", "fc"}) {
+  for (const char* input : {"x", "a.w", "a.gamma", "a.beta", "b.w", "b.gamma", "b.beta", "c.w",
+                            "c.gamma", "c.beta", "fc"}) {
     auto value = executor.ReadInput(input);
     EXPECT_TRUE(value.ok()) << value.status();
     if (!value.ok()) return {};
@@ -103,7 +108,7 @@ std::map<std::string, std::string> RunStep(Executor& executor) {
     if (value.ok()) outputs[output.name] = Bytes(*value);
   }
   // The running statistics, updated in place.
-  for (const char* state : {"a.mean", "a.var", "b.mean", "b.var"}) {
+  for (const char* state : {"a.mean", "a.var", "b.mean", "b.var", "c.mean", "c.var"}) {
     auto value = executor.ReadInput(state);
     EXPECT_TRUE(value.ok()) << state << ": " << value.status();
     if (value.ok()) outputs[state] = Bytes(*value);
@@ -121,15 +126,16 @@ TEST(FuseKernelsTest, FusedAndUnfusedStepsAgreeBitForBit) {
     std::map<std::string, std::string> expected = RunStep(*unfused);
     std::map<std::string, std::string> actual = RunStep(*fused);
     ASSERT_EQ(actual.size(), expected.size());
-    EXPECT_EQ(actual.size(), 12u);  // loss, 7 gradients, 4 running statistics
+    EXPECT_EQ(actual.size(), 17u);  // loss, 10 gradients, 6 running statistics
     for (const auto& [name, bytes] : expected) {
       EXPECT_TRUE(actual[name] == bytes) << name << " differs with fused kernels";
     }
   }
 }
 
-// The fused kernels against central differences of the loss (the plain layout; the blocked one
-// is checked by AutodiffTest.SmallConvNetMatchesFiniteDifferencesOfItsLoss).
+// The fused kernels against central differences (the plain layout; the blocked one is checked by
+// AutodiffTest.SmallConvNetMatchesFiniteDifferencesOfItsLoss): BN -> ReLU -> max pool, then
+// relu(pooled + skip) read twice by relu(0.5 * r + r), whose gradients meet at r.
 TEST(FuseKernelsTest, FusedGradientsMatchFiniteDifferences) {
   using testing::GradCheckInput;
   constexpr int64_t kChannels = 6;
@@ -147,13 +153,15 @@ TEST(FuseKernelsTest, FusedGradientsMatchFiniteDifferences) {
        .differentiable = false,
        .role = InputRole::kState,
        .values = std::vector<float>(kChannels, 1.0f)},
+      {.name = "skip", .shape = {kBatch, kChannels, 3, 3}},
   };
   auto net = [](Builder& b, const std::vector<Value*>& in) {
-    Value* h = b.Op("BatchNorm", {in[0], in[1], in[2], in[3], in[4]})[0];
-    h = b.Op1("Relu", {h});
+    Value* h = b.Op1("Relu", {b.Op("BatchNorm", {in[0], in[1], in[2], in[3], in[4]})[0]});
+    h = b.Op1("MaxPool", {h},
+              {{"kernel", Shape{3, 3}}, {"stride", Shape{2, 2}}, {"padding", Shape{1, 1}}});
+    Value* r = b.Op1("Relu", {b.Op1("Add", {h, in[5]})});
     return std::vector<Value*>{
-        b.Op1("MaxPool", {h},
-              {{"kernel", Shape{3, 3}}, {"stride", Shape{2, 2}}, {"padding", Shape{1, 1}}})};
+        b.Op1("Relu", {b.Op1("Add", {b.Op1("Scale", {r}, {{"scale", 0.5}}), r})})};
   };
   testing::ExpectGradientsMatch(inputs, net, {.step = 1e-3, .tolerance = 1e-2, .kink = 0.05});
 }
