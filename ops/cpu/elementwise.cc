@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 
 #include "graph/kernel.h"
 
@@ -71,9 +73,12 @@ class AddReluGradKernel : public Kernel {
     const float* dy1 = io.inputs[1].data<float>();  // same shape
     const float* dy2 = io.inputs[2].data<float>();  // same shape
     float* dx = io.outputs[0].data<float>();
+    // A select of the sum would make GCC branch (it may not speculate the add, which could
+    // trap); masking the sum's bits keeps the loop vectorized. Both give +0 where x <= 0.
     ParallelFor(io.outputs[0].numel(), [&](int64_t i) {
       const float g = dy1[i] + dy2[i];
-      dx[i] = x[i] > 0.0f ? g : 0.0f;
+      const uint32_t keep = x[i] > 0.0f ? ~0u : 0u;
+      dx[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(g) & keep);
     });
     return absl::OkStatus();
   }
