@@ -77,16 +77,25 @@ class FuseKernelsPass : public Pass {
     fused_.insert(&old_node);
   }
 
-  void FuseNormRelu(Builder& b, const Node& norm) {
-    const Value* y = norm.output(0);
-    const std::vector<Node*>& y_readers = Readers(y);
-    if (y_readers.size() != 2) return;
+  // The Relu reading `x` and the ReluGrad whose forward input it is, when they are all that read
+  // it (the ReluGrad is absent without a gradient); relu is null otherwise.
+  struct ReluReaders {
     const Node* relu = nullptr;
-    const Node* relu_grad = nullptr;
-    for (const Node* reader : y_readers) {
-      if (reader->op->name() == "Relu") relu = reader;
-      if (reader->op->name() == "ReluGrad" && reader->inputs[0] == y) relu_grad = reader;
+    Node* relu_grad = nullptr;
+  };
+  ReluReaders OnlyReluReaders(const Value* x) const {
+    ReluReaders found;
+    for (Node* reader : Readers(x)) {
+      if (reader->op->name() == "Relu") found.relu = reader;
+      if (reader->op->name() == "ReluGrad" && reader->inputs[0] == x) found.relu_grad = reader;
     }
+    const size_t expected = found.relu_grad == nullptr ? 1 : 2;
+    if (Readers(x).size() != expected) found.relu = nullptr;
+    return found;
+  }
+
+  void FuseNormRelu(Builder& b, const Node& norm) {
+    const auto [relu, relu_grad] = OnlyReluReaders(norm.output(0));
     if (relu == nullptr || relu_grad == nullptr) return;
     const std::vector<Node*>& dy_readers = Readers(relu_grad->output());
     if (dy_readers.size() != 1) return;
@@ -97,7 +106,7 @@ class FuseKernelsPass : public Pass {
         norm_grad.inputs[4] != relu_grad->output()) {
       return;
     }
-    if (!HasKernels({"BatchNormRelu", "BatchNormReluGrad"}, y->dtype())) return;
+    if (!HasKernels({"BatchNormRelu", "BatchNormReluGrad"}, norm.output(0)->dtype())) return;
 
     PlaceBefore(b, norm);
     const std::vector<Value*> fused = b.Op("BatchNormRelu", norm.inputs, norm.attrs);
@@ -143,18 +152,8 @@ class FuseKernelsPass : public Pass {
 
   void FuseAddRelu(Builder& b, const Node& add) {
     const Value* sum = add.output();
-    const Node* relu = nullptr;
-    Node* relu_grad = nullptr;
-    for (Node* reader : Readers(sum)) {
-      if (reader->op->name() == "Relu") relu = reader;
-      if (reader->op->name() == "ReluGrad" && reader->inputs[0] == sum) relu_grad = reader;
-    }
-    // The sum must have no other reader; without a gradient there is no ReluGrad.
-    const size_t readers = Readers(sum).size();
-    if (relu == nullptr || readers != (relu_grad == nullptr ? 1u : 2u) ||
-        !HasKernels({"AddRelu"}, sum->dtype())) {
-      return;
-    }
+    const auto [relu, relu_grad] = OnlyReluReaders(sum);
+    if (relu == nullptr || !HasKernels({"AddRelu"}, sum->dtype())) return;
     PlaceBefore(b, add);
     Value* fused = b.Op1("AddRelu", add.inputs, add.attrs);
     if (fused == nullptr) return;

@@ -3,7 +3,6 @@
 // its gradient are the same primitives with oneDNN's fused ReLU, whose mask the forward writes
 // into its output 5 and the backward reads from its input 5.
 
-#include "core/logging.h"
 #include "graph/kernel.h"
 #include "ops/cpu/dnnl_util.h"
 
@@ -41,15 +40,6 @@ dnnl::batch_normalization_forward::primitive_desc ForwardTraining(
   return {desc, attr, dnnl_util::CpuEngine()};
 }
 
-// oneDNN's ReLU mask for `pd`, held by the opaque byte tensor `mask`.
-template <typename Pd>
-dnnl::memory::desc MaskDesc(const Pd& pd, const Value& mask) {
-  const dnnl::memory::desc desc = pd.workspace_desc();
-  LS_CHECK(desc.get_size() <= mask.bytes()) << "the fused ReLU's mask takes " << desc.get_size()
-                                            << " bytes, its tensor holds " << mask.bytes();
-  return desc;
-}
-
 // The forward primitive with its arguments declared: x, y, and the (C) scale, shift, mean and
 // variance (outputs in training, running statistics in inference).
 dnnl_util::DnnlStep ForwardStep(const dnnl::batch_normalization_forward::primitive_desc& pd,
@@ -73,7 +63,8 @@ class BatchNormKernel : public Kernel {
     unbias_ = static_cast<float>(per_channel) / static_cast<float>(per_channel - 1);
     const auto pd = ForwardTraining(node, dnnl_util::ScratchpadAttr());
     step_ = ForwardStep(pd, node);
-    if (FusesRelu(node)) step_.Arg(DNNL_ARG_WORKSPACE, MaskDesc(pd, *node.output(5)));
+    if (FusesRelu(node))
+      step_.Arg(DNNL_ARG_WORKSPACE, dnnl_util::WorkspaceDesc(pd, *node.output(5)));
   }
   size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
 
@@ -129,7 +120,8 @@ class BatchNormGradKernel : public Kernel {
                     DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT}) {
       step_.Arg(arg, ChannelDesc(node));
     }
-    if (FusesRelu(node)) step_.Arg(DNNL_ARG_WORKSPACE, MaskDesc(pd, *node.inputs[5]));
+    if (FusesRelu(node))
+      step_.Arg(DNNL_ARG_WORKSPACE, dnnl_util::WorkspaceDesc(pd, *node.inputs[5]));
   }
   size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
 

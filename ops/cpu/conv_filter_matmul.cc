@@ -112,12 +112,7 @@ class FilterGradByMatmulKernel : public Kernel {
     const memory::dims dims = {g_.n, g_.o, g_.oh, g_.ow};
     const memory::desc from(dims, memory::data_type::f32, memory::format_tag::abcd);
     const memory::desc to(dims, memory::data_type::f32, memory::format_tag::bacd);
-    dnnl::engine& engine = dnnl_util::CpuEngine();
-    dnnl::reorder::primitive_desc pd(engine, from, engine, to, dnnl_util::ScratchpadAttr());
-    dnnl_util::DnnlStep step(dnnl::reorder(pd), pd.scratchpad_desc());
-    step.Arg(DNNL_ARG_FROM, from);
-    step.Arg(DNNL_ARG_TO, to);
-    return step;
+    return dnnl_util::ReorderStep(from, to);
   }
 
   dnnl_util::DnnlStep Matmul() const {

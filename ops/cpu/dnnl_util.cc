@@ -75,6 +75,14 @@ absl::Status ErrorStatus(const dnnl::error& e, const char* call, const char* fil
                                           base ? base + 1 : file, ":", line, ": ", e.what()));
 }
 
+DnnlStep ReorderStep(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  dnnl::reorder::primitive_desc pd(CpuEngine(), from, CpuEngine(), to, ScratchpadAttr());
+  DnnlStep step(dnnl::reorder(pd), pd.scratchpad_desc());
+  step.Arg(DNNL_ARG_FROM, from);
+  step.Arg(DNNL_ARG_TO, to);
+  return step;
+}
+
 void DnnlStep::Arg(int arg, const dnnl::memory::desc& desc) {
   args_.emplace(arg, dnnl::memory(desc, CpuEngine(), DNNL_MEMORY_NONE));
 }

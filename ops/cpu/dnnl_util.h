@@ -9,8 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/logging.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "graph/graph.h"
 #include "graph/kernel.h"
 #include "graph/layout.h"
 
@@ -66,6 +68,21 @@ class DnnlStep {
   size_t scratchpad_bytes_ = 0;
   std::unordered_map<int, dnnl::memory> args_;
 };
+
+// A reorder between two descriptors of the same dims, arguments DNNL_ARG_FROM and DNNL_ARG_TO
+// declared.
+DnnlStep ReorderStep(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+
+// The workspace oneDNN keeps for `pd`'s backward (a max pool's argmax, a fused ReLU's mask), held
+// by `holder`, an opaque byte tensor of the graph sized for it.
+template <typename Pd>
+dnnl::memory::desc WorkspaceDesc(const Pd& pd, const Value& holder) {
+  const dnnl::memory::desc desc = pd.workspace_desc();
+  LS_CHECK(desc.get_size() <= holder.bytes())
+      << "oneDNN's workspace takes " << desc.get_size() << " bytes, output " << holder.index
+      << " of " << holder.producer->Describe() << " holds " << holder.bytes();
+  return desc;
+}
 
 }  // namespace lockstep::dnnl_util
 

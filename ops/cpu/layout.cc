@@ -9,18 +9,13 @@ class ReorderKernel : public Kernel {
   explicit ReorderKernel(const Node& node) {
     const Value& x = *node.inputs[0];
     const Value& y = *node.output();
-    auto src = dnnl_util::Desc(x.shape(), x.dtype(), x.layout);
-    auto dst = dnnl_util::Desc(y.shape(), y.dtype(), y.layout);
-    auto engine = dnnl_util::CpuEngine();
-    dnnl::reorder::primitive_desc pd(engine, src, engine, dst, dnnl_util::ScratchpadAttr());
-    step_ = dnnl_util::DnnlStep(dnnl::reorder(pd), pd.scratchpad_desc());
-    step_.Arg(DNNL_ARG_SRC, src);
-    step_.Arg(DNNL_ARG_DST, dst);
+    step_ = dnnl_util::ReorderStep(dnnl_util::Desc(x.shape(), x.dtype(), x.layout),
+                                   dnnl_util::Desc(y.shape(), y.dtype(), y.layout));
   }
   size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
   absl::Status Run(const KernelIO& io) override {
-    return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},    // (N, C, H, W), one layout
-                      {DNNL_ARG_DST, io.outputs[0].raw_data()}},  // (N, C, H, W), the other
+    return step_.Run({{DNNL_ARG_FROM, io.inputs[0].raw_data()},  // (N, C, H, W), one layout
+                      {DNNL_ARG_TO, io.outputs[0].raw_data()}},  // (N, C, H, W), the other
                      io.workspace);
   }
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "core/allocator.h"
-#include "core/logging.h"
 #include "graph/kernel.h"
 #include "ops/cpu/dnnl_util.h"
 
@@ -46,16 +45,6 @@ PoolDescs MakePoolDescs(const Node& node, PoolKind kind, const Value& x, const V
   return d;
 }
 
-// oneDNN's argmax workspace for `pd`, held by the opaque byte tensor `argmax`.
-template <typename Pd>
-dnnl::memory::desc ArgmaxDesc(const Pd& pd, const Value& argmax) {
-  const dnnl::memory::desc desc = pd.workspace_desc();
-  LS_CHECK(desc.get_size() <= argmax.bytes())
-      << "max pooling's workspace takes " << desc.get_size() << " bytes, its argmax tensor holds "
-      << argmax.bytes();
-  return desc;
-}
-
 dnnl::pooling_forward::primitive_desc ForwardPd(const PoolDescs& d, dnnl::prop_kind prop_kind) {
   dnnl::pooling_forward::desc desc(prop_kind, d.algorithm, d.src, d.dst, d.strides, d.kernel,
                                    d.padding, d.padding);
@@ -73,7 +62,7 @@ class PoolKernel : public Kernel {
     pool_ = dnnl_util::DnnlStep(dnnl::pooling_forward(pd), pd.scratchpad_desc());
     pool_.Arg(DNNL_ARG_SRC, pd.src_desc());
     pool_.Arg(DNNL_ARG_DST, pd.dst_desc());
-    if (argmax_) pool_.Arg(DNNL_ARG_WORKSPACE, ArgmaxDesc(pd, *node.output(1)));
+    if (argmax_) pool_.Arg(DNNL_ARG_WORKSPACE, dnnl_util::WorkspaceDesc(pd, *node.output(1)));
   }
   size_t WorkspaceBytes() const override { return pool_.scratchpad_bytes(); }
   absl::Status Run(const KernelIO& io) override {
@@ -107,7 +96,7 @@ class PoolGradKernel : public Kernel {
     backward_.Arg(DNNL_ARG_DIFF_SRC, pd.diff_src_desc());
     workspace_bytes_ = backward_.scratchpad_bytes();
     if (saved_argmax_) {
-      backward_.Arg(DNNL_ARG_WORKSPACE, ArgmaxDesc(pd, *node.inputs[1]));
+      backward_.Arg(DNNL_ARG_WORKSPACE, dnnl_util::WorkspaceDesc(pd, *node.inputs[1]));
       return;
     }
     if (kind != PoolKind::kMax) return;

@@ -13,11 +13,7 @@ PreferredWeights::PreferredWeights(const dnnl::memory::desc& stored,
   if (stored == preferred) return;
   const dnnl::memory::desc& from = into_preferred ? stored : preferred;
   const dnnl::memory::desc& to = into_preferred ? preferred : stored;
-  dnnl::engine& engine = CpuEngine();
-  dnnl::reorder::primitive_desc pd(engine, from, engine, to, ScratchpadAttr());
-  reorder_ = DnnlStep(dnnl::reorder(pd), pd.scratchpad_desc());
-  reorder_.Arg(DNNL_ARG_FROM, from);
-  reorder_.Arg(DNNL_ARG_TO, to);
+  reorder_ = ReorderStep(from, to);
   // The reorder and the primitive run one after the other, so they share the scratchpad.
   slot_offset_ = AlignUp(std::max(primitive_scratchpad, reorder_.scratchpad_bytes()));
   slot_bytes_ = preferred.get_size();
