@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libopenmpi-dev openmpi-bin
   libprotobuf-dev protobuf-compiler
-  libdnnl-dev libabsl-dev
+  libdnnl-dev ocl-icd-opencl-dev libabsl-dev  # oneDNN's CMake config requires OpenCL
   libturbojpeg0-dev libjpeg-dev libpng-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   python3-protobuf
