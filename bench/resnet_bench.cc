@@ -5,7 +5,7 @@
 //
 //   [mpirun -n 2] lockstep-bench-resnet [--model resnet50,resnet18] [--size 64,224] [--batch 8]
 //                         [--steps 5] [--threads 2] [--profile] [--conv] [--no-fuse] [--paced]
-//                         [--data-parallel]
+//                         [--data-parallel] [--device cpu|cuda]
 //                         [--fusion-threshold-mb 25]
 //
 // --data-parallel trains over every rank of mpirun, as ../shared/peers/torch_ddp_step.py does:
@@ -64,6 +64,7 @@ struct BenchConfig {
   bool paced = false;
   bool data_parallel = false;
   double fusion_threshold_mb = parallel::ParallelOptions().fusion_threshold_mb;
+  std::string device = "cpu";
 };
 
 Batch RandomBatch(int64_t batch, int64_t size, int64_t classes, uint64_t seed) {
@@ -75,6 +76,16 @@ Batch RandomBatch(int64_t batch, int64_t size, int64_t classes, uint64_t seed) {
     data.labels.data<int32_t>()[i] = static_cast<int32_t>(rng.UniformInt(i, classes));
   }
   return data;
+}
+
+// The batch in `device` memory: on a GPU it stays there, as the GPU peer's does, and a step
+// copies it device to device.
+Batch OnDevice(const Batch& host, Device device) {
+  Batch batch{Tensor::Empty(host.images.shape(), DType::kF32, device),
+              Tensor::Empty(host.labels.shape(), DType::kI32, device)};
+  batch.images.CopyFrom(host.images);
+  batch.labels.CopyFrom(host.labels);
+  return batch;
 }
 
 // Floating-point operations of a convolution node (forward and both backprops count the same).
@@ -230,7 +241,9 @@ void PrintConvComparison(const Executor& executor, int steps) {
   }
 }
 
-void PrintProfile(const Executor& executor, int steps) {
+// Where the time goes, by op and by node. On a GPU the kernel times come from CUDA events, so
+// the rest of the median step is time the device sat idle: launch gaps and host work.
+void PrintProfile(const Executor& executor, int steps, double median_step) {
   std::map<std::string, double> by_op;
   double total = 0.0;
   std::vector<Executor::NodeTime> nodes = executor.Profile();
@@ -241,7 +254,8 @@ void PrintProfile(const Executor& executor, int steps) {
   std::vector<std::pair<double, std::string>> ops;
   for (const auto& [op, seconds] : by_op) ops.emplace_back(seconds, op);
   std::sort(ops.rbegin(), ops.rend());
-  std::cout << absl::StrFormat("  kernels: %.1f ms per step\n", total * 1e3);
+  std::cout << absl::StrFormat("  kernels: %.1f ms per step, %.1f%% of the median step\n",
+                               total * 1e3, 100.0 * total / median_step);
   for (const auto& [seconds, op] : ops) {
     std::cout << absl::StrFormat("  %-24s %9.2f ms %5.1f%%\n", op, seconds * 1e3,
                                  100.0 * seconds / total);
@@ -296,12 +310,17 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
   ModelOptions options{.batch_size = config.batch,
                        .image_shape = {3, size, size},
                        .num_threads = config.threads,
-                       .fuse_kernels = !config.no_fuse};
+                       .fuse_kernels = !config.no_fuse,
+                       .device = config.device == "cuda" ? context.device() : Device::CPU()};
+  if (config.device == "cuda" && options.device.type != DeviceType::kCUDA) {
+    return absl::FailedPreconditionError("--device cuda: this rank has no GPU of its own");
+  }
   if (config.data_parallel) options.parallel.mode = parallel::ParallelMode::kDataParallel;
   options.parallel.fusion_threshold_mb = config.fusion_threshold_mb;
   Model model(net, SoftmaxCrossEntropy(), Momentum{.lr = 0.01, .momentum = 0.9}, options);
   LS_RETURN_IF_ERROR(model.Compile());
-  const Batch batch = RandomBatch(config.batch, size, config.classes, context.rank());
+  const Batch batch =
+      OnDevice(RandomBatch(config.batch, size, config.classes, context.rank()), options.device);
   LS_ASSIGN_OR_RETURN(StepTimes times, TimeSteps(config, model, batch));
   if (context.rank() != 0) return absl::OkStatus();
   const double median = Median(times.seconds);
@@ -315,11 +334,13 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
         100.0 * exposed / median, times.loss);
   } else {
     std::cout << absl::StrFormat(
-        "lockstep %s size=%d batch=%d threads=%d median_step_s=%.4f img_per_s=%.2f loss=%.4f\n",
-        name, size, config.batch, config.threads, median, config.batch / median, times.loss);
+        "lockstep %s size=%d batch=%d device=%s threads=%d median_step_s=%.4f img_per_s=%.2f "
+        "loss=%.4f\n",
+        name, size, config.batch, config.device, config.threads, median, config.batch / median,
+        times.loss);
   }
   std::cout << std::flush;
-  if (config.profile) PrintProfile(*model.train_executor(), config.steps);
+  if (config.profile) PrintProfile(*model.train_executor(), config.steps, median);
   if (config.conv) PrintConvComparison(*model.train_executor(), config.steps);
   return absl::OkStatus();
 }
@@ -346,6 +367,9 @@ int main(int argc, char** argv) {
   app.add_flag("--paced", config.paced,
                "wait for a line on stdin before each step and print its time (paced_vs_torch.py)");
   app.add_flag("--data-parallel", config.data_parallel, "data parallel over the ranks of mpirun");
+  app.add_option("--device", config.device, "cpu or cuda (this rank's GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   app.add_option("--fusion-threshold-mb", config.fusion_threshold_mb,
                  "bucket size of the fused gradient AllReduce")
       ->check(CLI::PositiveNumber)

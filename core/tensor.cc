@@ -1,10 +1,10 @@
 #include "core/tensor.h"
 
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/allocator.h"
+#include "core/device_memory.h"
 #ifdef LOCKSTEP_WITH_CUDA
 #include "core/cuda_allocator.h"
 #endif
@@ -60,9 +60,11 @@ Tensor Tensor::Empty(Shape shape, DType dtype, Device device) {
   return t;
 }
 
-Tensor Tensor::Zeros(Shape shape, DType dtype) {  // CPU
-  Tensor t = Empty(std::move(shape), dtype);
-  std::memset(t.raw_data(), 0, t.nbytes());
+Tensor Tensor::Zeros(Shape shape, DType dtype, Device device) {
+  Tensor t = Empty(std::move(shape), dtype, device);
+  absl::Status zeroed = ZeroBytes(t.raw_data(), device, t.nbytes());
+  LS_CHECK(zeroed.ok()) << "zeroing " << t.nbytes() << " bytes on " << device.ToString() << ": "
+                        << zeroed;
   return t;
 }
 
@@ -88,15 +90,17 @@ Tensor Tensor::View(size_t byte_offset, Shape shape, DType dtype) const {
 }
 
 Tensor Tensor::Clone() const {
-  Tensor t = Empty(shape_, dtype_);
-  std::memcpy(t.raw_data(), raw_data(), nbytes());
+  Tensor t = Empty(shape_, dtype_, device());
+  t.CopyFrom(*this);
   return t;
 }
 
 void Tensor::CopyFrom(const Tensor& other) {
   LS_CHECK(other.nbytes() == nbytes())
       << "copy of " << ShapeToString(other.shape()) << " into " << ShapeToString(shape_);
-  std::memcpy(raw_data(), other.raw_data(), nbytes());
+  absl::Status copied = CopyBytes(raw_data(), device(), other.raw_data(), other.device(), nbytes());
+  LS_CHECK(copied.ok()) << "copying " << nbytes() << " bytes from " << other.device().ToString()
+                        << " to " << device().ToString() << ": " << copied;
 }
 
 }  // namespace lockstep

@@ -44,7 +44,7 @@ class Tensor {
  public:
   Tensor() = default;
   static Tensor Empty(Shape shape, DType dtype, Device device = Device::CPU());
-  static Tensor Zeros(Shape shape, DType dtype);
+  static Tensor Zeros(Shape shape, DType dtype, Device device = Device::CPU());
   // Views memory owned elsewhere (an arena, a flat parameter buffer); does not own it.
   static Tensor Wrap(void* data, Shape shape, DType dtype, Device device = Device::CPU());
 
@@ -68,8 +68,9 @@ class Tensor {
   // A tensor over bytes [byte_offset, byte_offset + size) of this one's memory.
   Tensor View(size_t byte_offset, Shape shape, DType dtype) const;
   Tensor Reshape(Shape shape) const { return View(0, std::move(shape), dtype_); }
-  // A new tensor with its own storage holding the same values (CPU).
+  // A new tensor with its own storage on the same device, holding the same values.
   Tensor Clone() const;
+  // Copies `other`'s bytes (same size) into this tensor, between any two devices.
   void CopyFrom(const Tensor& other);
 
  private:

@@ -54,6 +54,7 @@ struct Flags {
   bool sync_bn = false;
   int64_t grad_accum = 1;
   double fusion_mb = 25.0;
+  std::string device = "auto";
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -90,6 +91,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--log-every", f.log_every, "loss line every N steps (0: off)")
       ->capture_default_str();
   app.add_flag("--sync-bn", f.sync_bn, "batch statistics over all ranks");
+  app.add_option("--device", f.device, "auto (CUDA when every rank has a GPU of its own), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
   app.add_option("--grad-accum", f.grad_accum, "micro-batches per update")->capture_default_str();
   app.add_option("--fusion-mb", f.fusion_mb, "gradient AllReduce bucket size (MB)")
       ->capture_default_str();
@@ -160,6 +164,17 @@ class EpochReport : public Callback {
   std::shared_ptr<parallel::Communicator> world_;
 };
 
+// parallel::Init gave every rank a GPU of its own, or none of them one.
+absl::StatusOr<Device> ChooseDevice(const Flags& f, const parallel::Context& ctx) {
+  if (f.device == "cpu") return Device::CPU();
+  if (f.device == "cuda" && ctx.device().type != DeviceType::kCUDA) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device cuda, but rank ", ctx.rank(), " has no GPU of its own (", ctx.local_size(),
+        " rank(s) on its host; a CPU-only build, no GPU, or fewer GPUs than ranks)"));
+  }
+  return ctx.device();
+}
+
 absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Context& ctx) {
   if (f.batch_size < ctx.size() || f.batch_size % ctx.size() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -171,6 +186,7 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
                        .seed = f.seed,
                        .num_threads = f.threads,
                        .accumulation_steps = f.grad_accum};
+  LS_ASSIGN_OR_RETURN(options.device, ChooseDevice(f, ctx));
   if (ctx.size() > 1) {
     options.parallel = {.mode = parallel::ParallelMode::kDataParallel,
                         .fusion_threshold_mb = f.fusion_mb,
@@ -225,10 +241,11 @@ absl::Status Run(Flags f, const parallel::Context& ctx) {
   if (ctx.rank() == 0) {
     std::cout << LogPrefix()
               << absl::StrFormat(
-                     "%s, %d parameters, %d classes, %d rank(s) x %d images, %d "
+                     "%s, %d parameters, %d classes, %d rank(s) x %d images on %s, %d "
                      "thread(s) each, %d steps per epoch\n",
                      f.model, CountParameters(model.parameters()), data.classes, ctx.size(),
-                     options.batch_size, f.threads, steps_per_epoch)
+                     options.batch_size, options.device.type == DeviceType::kCPU ? "cpu" : "cuda",
+                     f.threads, steps_per_epoch)
               << std::flush;
   }
   return model.Train(std::max<int64_t>(0, f.epochs - model.epochs_done()), *data.train,

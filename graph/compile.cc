@@ -21,7 +21,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Compile(std::unique_ptr<Graph> graph,
       .Add(CreateMemoryPlanPass())
       .Add(CreateLowerKernelsPass());
   LS_RETURN_IF_ERROR(passes.Run(*graph, ctx));
-  return Executor::Create(std::move(graph), options.share_buffers_with);
+  return Executor::Create(std::move(graph), options.device, options.share_buffers_with);
 }
 
 }  // namespace lockstep

@@ -4,16 +4,23 @@
 #include <cstring>
 #include <map>
 
+#include "core/device_memory.h"
+
 namespace lockstep {
 
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> graph,
+                                                           Device device,
                                                            const Executor* share_with) {
-  std::unique_ptr<Executor> executor(new Executor(std::move(graph)));
+  if (share_with != nullptr && share_with->device_ != device) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot share buffers of ",
+                                                   share_with->device_.ToString(), " on ",
+                                                   device.ToString()));
+  }
+  std::unique_ptr<Executor> executor(new Executor(std::move(graph), device));
   const MemoryPlanSizes& sizes = executor->graph_->plan();
   executor->regions_.resize(Index(Region::kState) + 1);
   auto allocate = [&](Region region, size_t bytes) {
-    Tensor buffer = Tensor::Zeros({static_cast<int64_t>(bytes)}, DType::kU8);
-    executor->regions_[Index(region)] = buffer;
+    executor->regions_[Index(region)] = Tensor::Zeros({static_cast<int64_t>(bytes)}, DType::kU8, device);
   };
   allocate(Region::kInputs, sizes.inputs);
   allocate(Region::kGradients, sizes.gradients);
@@ -34,9 +41,11 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
   if (share_with != nullptr && share_with->workspace_.nbytes() >= sizes.workspace) {
     executor->workspace_ = share_with->workspace_;
   } else {
-    executor->workspace_ = Tensor::Empty({static_cast<int64_t>(sizes.workspace)}, DType::kU8);
+    executor->workspace_ =
+        Tensor::Empty({static_cast<int64_t>(sizes.workspace)}, DType::kU8, device);
   }
 
+  void* stream = ComputeStream(device);
   std::map<const Node*, size_t> async_steps;  // producer -> index in steps_
   for (const auto& node : executor->graph_->nodes()) {
     if (node->IsInput()) continue;
@@ -52,6 +61,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
     }
     for (const auto& output : node->outputs) step.io.outputs.push_back(executor->ViewOf(*output));
     step.io.workspace = executor->workspace_.raw_data();
+    step.io.stream = stream;
     if (node->kernel->asynchronous()) async_steps[node.get()] = executor->steps_.size();
     executor->steps_.push_back(std::move(step));
   }
@@ -112,20 +122,37 @@ absl::Status Executor::Run() {
     }
     const Kernel& kernel = *step.node->kernel;
     const bool exposed = kernel.communicates() && !kernel.asynchronous();
-    const Clock::time_point start = profiling_ || exposed ? Clock::now() : Clock::time_point();
+    const Clock::time_point start = exposed ? Clock::now() : Clock::time_point();
+    if (profiling_) step.timer->Start();
     absl::Status status = step.node->kernel->Run(step.io);
+    if (profiling_) step.timer->Stop();
     if (!status.ok()) {
       WaitAll().IgnoreError();
       return Annotate(status, step.node->Describe());
     }
     step.pending = kernel.asynchronous();
-    if (profiling_ || exposed) {
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      if (profiling_) step.seconds += seconds;
-      if (exposed) exposed_wait_seconds_ += seconds;
+    if (exposed) {
+      exposed_wait_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     }
   }
-  return WaitAll();
+  LS_RETURN_IF_ERROR(WaitAll());
+  return profiling_ ? AddProfiledTimes() : absl::OkStatus();
+}
+
+// Kernel times as the device measured them (on CUDA this waits for the step to finish).
+absl::Status Executor::AddProfiledTimes() {
+  for (Step& step : steps_) {
+    LS_ASSIGN_OR_RETURN(double seconds, step.timer->Seconds());
+    step.seconds += seconds;
+  }
+  return absl::OkStatus();
+}
+
+void Executor::EnableProfiling(bool on) {
+  profiling_ = on;
+  for (Step& step : steps_) {
+    if (on && step.timer == nullptr) step.timer = std::make_unique<DeviceTimer>(device_);
+  }
 }
 
 absl::Status Executor::Wait(Step& step) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "core/device_memory.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
@@ -21,17 +22,23 @@ class Executor {
   // every parameter and state input must exist there under the same name, type and offset. It
   // also reuses that executor's arena and workspace when they are large enough, so the two must
   // never run at the same time.
+  // Memory is allocated on `device`, and kernels get its compute stream.
   static absl::StatusOr<std::unique_ptr<Executor>> Create(std::unique_ptr<Graph> graph,
+                                                          Device device = Device::CPU(),
                                                           const Executor* share_with = nullptr);
 
+  // Queues one step. On the CPU it has finished on return; on CUDA it may still run on the
+  // device's compute stream: reading results through Tensor::CopyFrom into host memory (or
+  // ReadOutput) waits for it.
   absl::Status Run();
 
-  // Per-node wall time, off by default: while on, each Run adds every kernel's time.
+  // Per-node time, off by default: while on, each Run adds every kernel's time where it runs
+  // (host clock on the CPU, CUDA events on a GPU; a profiled CUDA step waits for the device).
   struct NodeTime {
     const Node* node;
     double seconds;
   };
-  void EnableProfiling(bool on) { profiling_ = on; }
+  void EnableProfiling(bool on);
   // In execution order, summed over the profiled runs.
   std::vector<NodeTime> Profile() const;
   // Seconds the step spent on communication that computation did not hide: waiting for
@@ -40,13 +47,13 @@ class Executor {
   double exposed_wait_seconds() const { return exposed_wait_seconds_; }
   void ResetProfile();
 
-  // Views into the executor's memory: write inputs, parameters and state before Run, read
-  // outputs (results, gradients, updates) after it. Only for values kept in the plain layout
+  // Views into the executor's memory (on its device): write inputs, parameters and state before
+  // Run, read outputs (results, gradients, updates) after it. Only for values kept in the plain layout
   // (data inputs and results always are); the others are refused with the layout named.
   absl::StatusOr<Tensor> Input(absl::string_view name) const;
   absl::StatusOr<Tensor> Output(absl::string_view name) const;
-  // Plain copies in and out, whatever layout the graph keeps the value in: parameters, their
-  // gradients and moments may be blocked (convolution weights are).
+  // Plain host copies in and out, whatever layout and device the graph keeps the value in:
+  // parameters, their gradients and moments may be blocked (convolution weights are on the CPU).
   absl::StatusOr<Tensor> ReadInput(absl::string_view name) const;
   absl::Status WriteInput(absl::string_view name, const Tensor& plain) const;
   absl::StatusOr<Tensor> ReadOutput(absl::string_view name) const;
@@ -55,10 +62,12 @@ class Executor {
   const Tensor& gradients() const { return regions_[Index(Region::kGradients)]; }
   const Tensor& state() const { return regions_[Index(Region::kState)]; }
   const Graph& graph() const { return *graph_; }
+  Device device() const { return device_; }
 
  private:
   static constexpr size_t Index(Region region) { return static_cast<size_t>(region); }
-  explicit Executor(std::unique_ptr<Graph> graph) : graph_(std::move(graph)) {}
+  Executor(std::unique_ptr<Graph> graph, Device device)
+      : graph_(std::move(graph)), device_(device) {}
   Tensor ViewOf(const Value& value) const;
   absl::StatusOr<const Value*> FindInput(absl::string_view name) const;
   absl::StatusOr<const Value*> FindOutput(absl::string_view name) const;
@@ -73,10 +82,13 @@ class Executor {
     std::vector<size_t> waits_for;  // asynchronous steps whose outputs this one reads
     bool pending = false;           // asynchronous and not waited for yet
     double seconds = 0.0;           // profiled time
+    std::unique_ptr<DeviceTimer> timer;  // while profiling
   };
+  absl::Status AddProfiledTimes();
   absl::Status Wait(Step& step);
   absl::Status WaitAll();
   std::unique_ptr<Graph> graph_;
+  Device device_;
   std::vector<Tensor> regions_;  // indexed by Region
   Tensor workspace_;
   std::vector<Step> steps_;

@@ -30,29 +30,18 @@ LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& 
   return choice;
 }
 
-Layout WeightLayoutIfEligible(const Value& value) {
-  return LayoutEligible(NativeWeightLayout(), value.shape(), value.dtype()) ? NativeWeightLayout()
-                                                                            : Layout::kPlain;
-}
-
-Layout BlockedIfEligible(const Value& value) {
-  return LayoutEligible(NativeBlockedLayout(), value.shape(), value.dtype()) ? NativeBlockedLayout()
-                                                                             : Layout::kPlain;
-}
-
-LayoutChoice BlockedWhereEligible(const Node& node, const std::vector<Layout>&) {
-  LayoutChoice choice;
-  for (const Value* input : node.inputs) choice.inputs.push_back(BlockedIfEligible(*input));
-  for (const auto& output : node.outputs) choice.outputs.push_back(BlockedIfEligible(*output));
-  return choice;
-}
-
 absl::Status ReorderInto(const Tensor& from, Layout from_layout, Tensor to, Layout to_layout) {
   LS_CHECK(from.shape() == to.shape() && from.dtype() == to.dtype())
       << "reorder of " << ShapeToString(from.shape()) << " into " << ShapeToString(to.shape());
   if (from_layout == to_layout) {
-    to.CopyFrom(from);
+    to.CopyFrom(from);  // between devices too
     return absl::OkStatus();
+  }
+  if (from.device().type != DeviceType::kCPU || to.device().type != DeviceType::kCPU) {
+    return absl::UnimplementedError(absl::StrCat("reorder from ", LayoutName(from_layout), " to ",
+                                                 LayoutName(to_layout), " on ",
+                                                 from.device().ToString(), " and ",
+                                                 to.device().ToString(), ": only the CPU reorders"));
   }
   Graph graph;
   Builder b(&graph);
@@ -82,6 +71,14 @@ bool KernelRegistry::Register(KernelDef def) {
 
 bool KernelRegistry::Has(const std::string& op, DeviceType device, DType dtype) const {
   return kernels_.contains(std::make_tuple(op, device, dtype));
+}
+
+std::vector<std::pair<std::string, DType>> KernelRegistry::Registered(DeviceType device) const {
+  std::vector<std::pair<std::string, DType>> keys;
+  for (const auto& [key, def] : kernels_) {
+    if (std::get<1>(key) == device) keys.emplace_back(std::get<0>(key), std::get<2>(key));
+  }
+  return keys;
 }
 
 absl::StatusOr<const KernelDef*> KernelRegistry::Find(const Node& node, DeviceType device) const {

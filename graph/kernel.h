@@ -21,7 +21,8 @@ namespace lockstep {
 struct KernelIO {
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
-  void* workspace = nullptr;  // Kernel::WorkspaceBytes() bytes of scratch
+  void* workspace = nullptr;  // Kernel::WorkspaceBytes() bytes of scratch, on the device
+  void* stream = nullptr;     // the device's compute stream (a cudaStream_t); nullptr on the CPU
 };
 
 class Kernel {
@@ -55,12 +56,6 @@ LayoutChoice PlainLayouts(const Node& node, const std::vector<Layout>& producer_
 LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>& producer_layouts);
 // In-place ops on several values (collectives): output i keeps the layout of input i.
 LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& producer_layouts);
-// The native blocked layout for a value that can use it, else plain.
-Layout BlockedIfEligible(const Value& value);
-// oneDNN ops: every input and output blocked where eligible, the rest plain.
-LayoutChoice BlockedWhereEligible(const Node& node, const std::vector<Layout>& producer_layouts);
-// NativeWeightLayout() for convolution weights (O, I, KH, KW) that can use it, else plain.
-Layout WeightLayoutIfEligible(const Value& value);
 
 struct KernelDef {
   std::string op;
@@ -90,6 +85,8 @@ class KernelRegistry {
   // without inputs).
   absl::StatusOr<const KernelDef*> Find(const Node& node, DeviceType device) const;
   bool Has(const std::string& op, DeviceType device, DType dtype) const;
+  // Every (op, dtype) with a kernel for `device`, sorted.
+  std::vector<std::pair<std::string, DType>> Registered(DeviceType device) const;
 
  private:
   std::map<std::tuple<std::string, DeviceType, DType>, KernelDef> kernels_;

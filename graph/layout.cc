@@ -6,14 +6,6 @@ namespace {
 constexpr Layout kAllLayouts[] = {Layout::kPlain, Layout::kNChw8c, Layout::kNChw16c,
                                   Layout::kOIhw8i8o, Layout::kOIhw16i16o};
 
-bool HasAvx512() {
-  // The same features oneDNN requires for its avx512_core kernels.
-  static const bool avx512 =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  return avx512;
-}
-
 }  // namespace
 
 const char* LayoutName(Layout layout) {
@@ -41,10 +33,6 @@ bool ParseLayout(const std::string& name, Layout* layout) {
   }
   return false;
 }
-
-Layout NativeBlockedLayout() { return HasAvx512() ? Layout::kNChw16c : Layout::kNChw8c; }
-
-Layout NativeWeightLayout() { return HasAvx512() ? Layout::kOIhw16i16o : Layout::kOIhw8i8o; }
 
 bool LayoutEligible(Layout layout, const Shape& shape, DType dtype) {
   if (layout == Layout::kPlain) return true;

@@ -80,9 +80,17 @@ Context ContextBuilder::WorldOfOne() {
   Context context;
   context.host_world_ = MakeSelfCommunicator(Device::CPU());
 #ifdef LOCKSTEP_WITH_CUDA
+  // NCCL with one rank, so a world of one runs the same collective kernels as many ranks.
   if (CudaAvailable()) {
-    context.device_ = Device::CUDA(0);
-    context.device_world_ = MakeSelfCommunicator(context.device_);
+    absl::StatusOr<std::shared_ptr<NcclCommunicator>> nccl =
+        NcclCommunicator::Create(*context.host_world_, 0);
+    if (nccl.ok()) {
+      context.device_ = Device::CUDA(0);
+      context.device_world_ = *nccl;
+    } else {
+      LS_LOG(Warning) << "no NCCL world of one on cuda:0, computing on the CPU: "
+                      << nccl.status().message();
+    }
   }
 #endif
   return context;

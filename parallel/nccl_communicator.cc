@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/cuda_util.h"
+#include "core/device_memory.h"
 #include "parallel/collective_util.h"
 
 namespace lockstep::parallel {
@@ -69,6 +70,7 @@ absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(Commu
       new NcclCommunicator(bootstrap.rank(), bootstrap.size(), Device::CUDA(device_index)));
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
   CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&comm->stream_, cudaStreamNonBlocking));
+  CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&comm->ready_, cudaEventDisableTiming));
   NCCL_RETURN_IF_ERROR(ncclCommInitRank(&comm->comm_, comm->size_, unique_id, comm->rank_));
   comm->barrier_ = Tensor::Empty({1}, DType::kI32, comm->device_);
   CUDA_RETURN_IF_ERROR(cudaMemset(comm->barrier_.raw_data(), 0, comm->barrier_.nbytes()));
@@ -78,6 +80,29 @@ absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(Commu
 NcclCommunicator::~NcclCommunicator() {
   if (comm_ != nullptr) ncclCommDestroy(comm_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (ready_ != nullptr) cudaEventDestroy(ready_);
+}
+
+absl::Status NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op,
+                                                cudaStream_t after, cudaEvent_t done) {
+  size_t bytes = 0;
+  for (const Tensor& inout : inouts) {
+    LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op, /*reduces_half=*/true));
+    bytes += inout.nbytes();
+  }
+  auto enqueue = [&]() -> absl::Status {
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(ready_, after));
+    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, ready_, 0));
+    NCCL_RETURN_IF_ERROR(ncclGroupStart());
+    for (const Tensor& inout : inouts) {
+      NCCL_RETURN_IF_ERROR(ncclAllReduce(inout.raw_data(), inout.raw_data(), inout.numel(),
+                                         NcclType(inout.dtype()), NcclOp(op), comm_, stream_));
+    }
+    NCCL_RETURN_IF_ERROR(ncclGroupEnd());
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(done, stream_));
+    return absl::OkStatus();
+  };
+  return Annotate(enqueue(), DescribeCollective(*this, "AllReduce", bytes));
 }
 
 absl::Status NcclCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {
@@ -134,6 +159,9 @@ absl::Status NcclCommunicator::Run(absl::string_view collective, size_t bytes,
 absl::Status NcclCommunicator::LaunchAndWait(const std::function<absl::Status()>& launch) {
   // The calling thread (often a CollectiveQueue's) may not have this device current yet.
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
+  // Tensors may still be written by kernels queued on the compute stream.
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(ready_, static_cast<cudaStream_t>(ComputeStream(device_))));
+  CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, ready_, 0));
   LS_RETURN_IF_ERROR(launch());
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   return absl::OkStatus();

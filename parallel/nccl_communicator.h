@@ -1,13 +1,16 @@
 #pragma once
 
-// Collectives over device memory with NCCL (CUDA builds only). Calls are blocking, as the
-// Communicator interface says: each enqueues on the communicator's own stream and waits for it.
+// Collectives over device memory with NCCL (CUDA builds only). The Communicator calls are
+// blocking, as that interface says: each waits for the work queued on the device's compute
+// stream, enqueues on the communicator's own stream and waits for it. Kernels use
+// EnqueueAllReduce instead, which keeps the host out of it.
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "parallel/communicator.h"
 
@@ -35,6 +38,12 @@ class NcclCommunicator : public Communicator {
   absl::Status ReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
   absl::Status Barrier() override;
 
+  // Stream-ordered, for kernels: reduces `inouts` in place on this communicator's stream once
+  // the work queued on `after` so far is done, and records `done` there; returns without
+  // waiting. Readers make their stream wait on `done`.
+  absl::Status EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op,
+                                cudaStream_t after, cudaEvent_t done);
+
  private:
   NcclCommunicator(int rank, int size, Device device) : rank_(rank), size_(size), device_(device) {}
   // Runs `launch`, which enqueues NCCL calls on stream_, on this communicator's device and
@@ -48,6 +57,7 @@ class NcclCommunicator : public Communicator {
   Device device_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t ready_ = nullptr;  // recorded on the stream this communicator's work follows
   Tensor barrier_;  // (1) i32 on device_: Barrier is an AllReduce of it
 };
 

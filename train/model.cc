@@ -22,6 +22,20 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// A scalar of the executor's memory (on any device) read into the host.
+template <typename T>
+T ReadScalar(const Tensor& scalar) {
+  Tensor host = Tensor::Empty(scalar.shape(), scalar.dtype());
+  host.CopyFrom(scalar);
+  return *host.data<T>();
+}
+
+void WriteScalar(Tensor scalar, float value) {
+  Tensor host = Tensor::Empty(scalar.shape(), DType::kF32);
+  *host.data<float>() = value;
+  scalar.CopyFrom(host);
+}
+
 // Calls `fn` on every callback, stopping at the first error.
 template <typename Fn>
 absl::Status ForEach(const Callbacks& callbacks, Fn fn) {
@@ -95,6 +109,7 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
                       BuildNetGraph(*net_, loss_, Mode::kTrain, options_.batch_size,
                                     options_.image_shape, options_.parallel.sync_batch_norm));
   CompileOptions compile{
+      .device = options_.device,
       .autodiff = AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale},
       .fuse_kernels = options_.fuse_kernels,
       .share_buffers_with = share_with};
@@ -132,13 +147,25 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
   return step;
 }
 
-// Every rank compiled the same graph and starts from the same parameters and state.
+// Every rank compiled the same graph and starts from the same parameters and state. The check
+// runs over the host communicator, on host copies of device buffers.
 absl::Status Model::SynchronizeReplicas() const {
   LS_ASSIGN_OR_RETURN(parallel::CommGroup * group,
                       parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
   const Executor& executor = *train_.executor;
-  return parallel::SynchronizeReplicas(*group->communicator, Fingerprint(executor.graph()),
-                                       {executor.parameters(), executor.state()});
+  std::vector<Tensor> buffers = {executor.parameters(), executor.state()};
+  const bool on_host = executor.device().type == DeviceType::kCPU;
+  std::vector<Tensor> host = buffers;
+  if (!on_host) {
+    for (Tensor& buffer : host) buffer = Tensor::Empty(buffer.shape(), buffer.dtype());
+    for (size_t i = 0; i < host.size(); ++i) host[i].CopyFrom(buffers[i]);
+  }
+  LS_RETURN_IF_ERROR(parallel::SynchronizeReplicas(*group->communicator,
+                                                   Fingerprint(executor.graph()), host));
+  if (!on_host) {
+    for (size_t i = 0; i < host.size(); ++i) buffers[i].CopyFrom(host[i]);
+  }
+  return absl::OkStatus();
 }
 
 // Parameter i draws from Philox stream i of the seed; moments start at zero.
@@ -181,13 +208,13 @@ absl::StatusOr<double> Model::TrainStep(const Batch& batch) {
   StepGraph& step = updates ? train_ : micro_;
   step.images.CopyFrom(batch.images);
   step.labels.CopyFrom(batch.labels);
-  *step.control.data<float>() = updates            ? static_cast<float>(optimizer_.lr(global_step_))
-                                : micro_step_ == 0 ? 0.0f
-                                                   : 1.0f;
+  WriteScalar(step.control, updates            ? static_cast<float>(optimizer_.lr(global_step_))
+                            : micro_step_ == 0 ? 0.0f
+                                               : 1.0f);
   LS_RETURN_IF_ERROR(step.executor->Run());
   micro_step_ = updates ? 0 : micro_step_ + 1;
   if (updates) ++global_step_;
-  return static_cast<double>(*step.loss.data<float>());
+  return static_cast<double>(ReadScalar<float>(step.loss));
 }
 
 absl::StatusOr<Executor*> Model::EvalExecutor(int64_t batch_size) {
@@ -197,7 +224,8 @@ absl::StatusOr<Executor*> Model::EvalExecutor(int64_t batch_size) {
                       BuildNetGraph(*net_, loss_, Mode::kEval, batch_size, options_.image_shape));
   LS_ASSIGN_OR_RETURN(
       std::unique_ptr<Executor> executor,
-      ::lockstep::Compile(std::move(net.graph), {.share_buffers_with = train_.executor.get()}));
+      ::lockstep::Compile(std::move(net.graph), {.device = options_.device,
+                                                 .share_buffers_with = train_.executor.get()}));
   return (eval_[batch_size] = std::move(executor)).get();
 }
 
@@ -210,10 +238,10 @@ absl::StatusOr<BatchResult> Model::EvalBatch(const Batch& batch) {
   images.CopyFrom(batch.images);
   labels.CopyFrom(batch.labels);
   LS_RETURN_IF_ERROR(executor->Run());
-  LS_ASSIGN_OR_RETURN(Tensor logits, executor->Output("logits"));
+  LS_ASSIGN_OR_RETURN(Tensor logits, executor->ReadOutput("logits"));
   LS_ASSIGN_OR_RETURN(Tensor loss, executor->Output("loss"));
   LS_ASSIGN_OR_RETURN(Tensor correct, executor->Output("correct"));
-  return BatchResult{logits.Clone(), *loss.data<float>(), *correct.data<int32_t>()};
+  return BatchResult{logits, ReadScalar<float>(loss), ReadScalar<int32_t>(correct)};
 }
 
 absl::StatusOr<EvalResult> Model::Eval(DataSource& data) {

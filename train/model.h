@@ -38,6 +38,9 @@ struct ModelOptions {
   int64_t accumulation_steps = 1;
   // Fused kernels where the device has them (CompileOptions::fuse_kernels).
   bool fuse_kernels = true;
+  // Where the graphs run: memory, kernels and the gradient AllReduce (NCCL on CUDA). Batches,
+  // the loss and the variables cross to and from the host.
+  Device device = Device::CPU();
 };
 
 struct EvalResult {

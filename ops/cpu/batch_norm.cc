@@ -4,6 +4,7 @@
 // into its output 5 and the backward reads from its input 5.
 
 #include "graph/kernel.h"
+#include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/dnnl_util.h"
 
 namespace lockstep {

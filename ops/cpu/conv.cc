@@ -12,6 +12,7 @@
 #include "core/allocator.h"
 #include "graph/kernel.h"
 #include "ops/cpu/conv_filter_matmul.h"
+#include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/preferred_weights.h"
 
@@ -214,7 +215,7 @@ bool UsesReferenceKernel(const Node& node, const LayoutChoice& choice) {
 }
 
 // For some shapes oneDNN has no fast backward kernel with blocked activations (ResNet's 7x7 stem
-// and LeNet's 6-channel input next to blocked ones, 3x3 windows over 2x2 maps), only its
+// and LeNet's 6-channel input next to blocked ones, 3x3 windows over 2x2 maps with AVX2), only its
 // reference kernel, thousands of times slower: such backprop nodes keep every activation plain,
 // where its gemm-based kernels run (reordering the weights in their scratch).
 template <int kWeightsInput>

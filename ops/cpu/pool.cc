@@ -6,6 +6,7 @@
 
 #include "core/allocator.h"
 #include "graph/kernel.h"
+#include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/dnnl_util.h"
 
 namespace lockstep {

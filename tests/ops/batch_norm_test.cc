@@ -5,6 +5,7 @@
 #include "core/rng.h"
 #include "graph/builder.h"
 #include "graph/compile.h"
+#include "ops/cpu/cpu_layouts.h"
 #include "tests/testing/grad_check.h"
 
 namespace lockstep {

@@ -1,12 +1,26 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "graph/builder.h"
 #include "graph/compile.h"
+#include "ops/cpu/cpu_layouts.h"
 
 namespace lockstep {
 namespace {
+
+// The native block follows the ISA oneDNN dispatches to, which DNNL_MAX_CPU_ISA caps, not what
+// the CPU could run: 16 channels with oneDNN's AVX-512 kernels, 8 below them.
+TEST(CpuLayoutsTest, NativeBlockFollowsOneDnnsEffectiveIsa) {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  const bool avx512 = isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
+                      isa == dnnl::cpu_isa::avx512_core_bf16 ||
+                      isa == dnnl::cpu_isa::avx512_core_amx;
+  EXPECT_EQ(NativeBlockedLayout(), avx512 ? Layout::kNChw16c : Layout::kNChw8c)
+      << "oneDNN ISA 0x" << std::hex << static_cast<int>(isa);
+  EXPECT_EQ(NativeWeightLayout(), avx512 ? Layout::kOIhw16i16o : Layout::kOIhw8i8o);
+}
 
 // Plain -> blocked (nChw8c or nChw16c) -> Relu -> plain: the Relu works in the blocked layout
 // (element-wise ops follow their input) without extra reorders, and the round trip gives back

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tests/testing/backend_compare.h"
 #include "tests/testing/grad_check.h"
 
 namespace lockstep::testing {
@@ -69,6 +70,24 @@ TEST(SyncBatchNormTest, Gradient4DBlocked) {
 
 TEST(SyncBatchNormTest, Gradient2D) {
   ExpectGradientsMatch(NormInputs({6, 4}), NormY("SyncBatchNorm"));
+}
+
+// On CUDA the statistics go through NCCL (a world of one): the same outputs as the CPU kernel,
+// and the same gradient against central differences.
+TEST(SyncBatchNormTest, CudaMatchesCpu) {
+  LS_SKIP_WITHOUT_GPU();
+  ExpectCudaOpMatchesCpu("SyncBatchNorm", NormInputs({4, 8, 5, 5}));
+  ExpectCudaOpMatchesCpu("SyncBatchNorm", NormInputs({6, 4}));
+  std::vector<GradCheckInput> grad = NormInputs({4, 8, 5, 5});
+  grad.erase(grad.begin() + 2);  // (x, gamma, mean, var, dy)
+  grad.push_back({.name = "dy", .shape = {4, 8, 5, 5}});
+  ExpectCudaOpMatchesCpu("SyncBatchNormGrad", grad);
+}
+
+TEST(SyncBatchNormTest, CudaGradient) {
+  LS_SKIP_WITHOUT_GPU();
+  ExpectGradientsMatch(NormInputs({2, 3, 3, 3}), NormY("SyncBatchNorm"),
+                       {.device = Device::CUDA(0)});
 }
 
 }  // namespace

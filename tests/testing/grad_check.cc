@@ -15,6 +15,7 @@ struct Compiled {
   std::unique_ptr<Executor> executor;
   std::vector<std::string> outputs;  // names of the float outputs
   std::vector<std::string> seeds;    // the data input holding each output's incoming gradient
+  std::vector<std::string> results;  // names of the f32 and i32 outputs, in order
 };
 
 std::string OutputName(size_t k) { return absl::StrCat("out/", k); }
@@ -23,7 +24,7 @@ std::string SeedName(size_t k) { return absl::StrCat("dy/", k); }
 // Builds the subgraph with every float output as a graph output; with `differentiate`, adds
 // a seed input per output and the backward pass for the differentiable inputs.
 Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
-               bool differentiate) {
+               bool differentiate, Device device) {
   auto graph = std::make_unique<Graph>();
   Builder b(graph.get());
   std::vector<Value*> values;
@@ -45,8 +46,12 @@ Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
   Compiled compiled;
   AutodiffOptions autodiff;
   for (size_t k = 0; k < outputs.size(); ++k) {
-    if (outputs[k] == nullptr || outputs[k]->dtype() != DType::kF32) continue;
+    if (outputs[k] == nullptr) continue;
+    const DType dtype = outputs[k]->dtype();
+    if (dtype != DType::kF32 && dtype != DType::kI32) continue;
     graph->AddOutput(OutputName(k), outputs[k], OutputKind::kResult);
+    compiled.results.push_back(OutputName(k));
+    if (dtype != DType::kF32) continue;
     compiled.outputs.push_back(OutputName(k));
     compiled.seeds.push_back(SeedName(k));
     if (differentiate) {
@@ -57,7 +62,7 @@ Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
   for (const GradCheckInput& input : inputs) {
     if (input.differentiable) autodiff.wrt.push_back(input.name);
   }
-  CompileOptions options;
+  CompileOptions options{.device = device};
   if (differentiate) options.autodiff = autodiff;
   absl::StatusOr<std::unique_ptr<Executor>> executor = Compile(std::move(graph), options);
   EXPECT_TRUE(executor.ok()) << executor.status();
@@ -101,7 +106,7 @@ double Objective(const Compiled& forward, const std::vector<std::vector<float>>&
   EXPECT_TRUE(forward.executor->Run().ok());
   double total = 0.0;
   for (size_t k = 0; k < forward.outputs.size(); ++k) {
-    Tensor y = *forward.executor->Output(forward.outputs[k]);
+    Tensor y = *forward.executor->ReadOutput(forward.outputs[k]);
     for (int64_t i = 0; i < y.numel(); ++i)
       total += static_cast<double>(seeds[k][i]) * y.data<float>()[i];
   }
@@ -118,8 +123,8 @@ std::vector<float> NormalValues(const Shape& shape, uint64_t seed) {
 
 void ExpectGradientsMatch(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
                           const GradCheckOptions& options) {
-  Compiled backward = Build(inputs, build, /*differentiate=*/true);
-  Compiled forward = Build(inputs, build, /*differentiate=*/false);
+  Compiled backward = Build(inputs, build, /*differentiate=*/true, options.device);
+  Compiled forward = Build(inputs, build, /*differentiate=*/false, options.device);
   ASSERT_TRUE(backward.executor && forward.executor);
   std::vector<std::vector<float>> values, seeds;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -128,10 +133,11 @@ void ExpectGradientsMatch(const std::vector<GradCheckInput>& inputs, const Build
   FeedInputs(*backward.executor, inputs, values);
   FeedInputs(*forward.executor, inputs, values);
   for (size_t k = 0; k < backward.seeds.size(); ++k) {
-    Tensor dy = *backward.executor->Input(backward.seeds[k]);
+    Tensor dy = *backward.executor->ReadInput(backward.seeds[k]);
     seeds.push_back(
         InputValues({.name = "dy", .shape = dy.shape()}, options.seed * 1000 + 999 - k, 0));
     Write(dy, seeds.back());
+    ASSERT_TRUE(backward.executor->WriteInput(backward.seeds[k], dy).ok());
   }
   ASSERT_TRUE(backward.executor->Run().ok());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -171,17 +177,23 @@ void ExpectOpGradientsMatch(const std::string& op, const std::vector<GradCheckIn
 }
 
 std::vector<std::vector<float>> RunForward(const std::vector<GradCheckInput>& inputs,
-                                           const BuildFn& build) {
-  Compiled forward = Build(inputs, build, /*differentiate=*/false);
+                                           const BuildFn& build, Device device) {
+  Compiled forward = Build(inputs, build, /*differentiate=*/false, device);
   if (!forward.executor) return {};
   std::vector<std::vector<float>> values;
   for (size_t i = 0; i < inputs.size(); ++i) values.push_back(InputValues(inputs[i], 1000 + i, 0));
   FeedInputs(*forward.executor, inputs, values);
-  EXPECT_TRUE(forward.executor->Run().ok());
+  absl::Status ran = forward.executor->Run();
+  EXPECT_TRUE(ran.ok()) << ran;
   std::vector<std::vector<float>> outputs;
-  for (const std::string& name : forward.outputs) {
-    Tensor y = *forward.executor->Output(name);
-    outputs.emplace_back(y.data<float>(), y.data<float>() + y.numel());
+  for (const std::string& name : forward.results) {
+    Tensor y = *forward.executor->ReadOutput(name);
+    std::vector<float>& out = outputs.emplace_back(y.numel());
+    if (y.dtype() == DType::kI32) {
+      std::copy(y.data<int32_t>(), y.data<int32_t>() + y.numel(), out.begin());
+    } else {
+      std::copy(y.data<float>(), y.data<float>() + y.numel(), out.begin());
+    }
   }
   return outputs;
 }

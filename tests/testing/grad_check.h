@@ -32,6 +32,8 @@ struct GradCheckOptions {
   uint64_t seed = 1;
   // Keep |x| >= kink away from 0 for ops with a kink there (ReLU).
   double kink = 0.0;
+  // Where the graph is compiled and run: the same check holds on every backend.
+  Device device = Device::CPU();
 };
 
 using BuildFn = std::function<std::vector<Value*>(Builder& b, const std::vector<Value*>& inputs)>;
@@ -47,9 +49,10 @@ void ExpectOpGradientsMatch(const std::string& op, const std::vector<GradCheckIn
 // Standard normal draws from the project's Philox RNG, reproducible from `seed`.
 std::vector<float> NormalValues(const Shape& shape, uint64_t seed);
 
-// Runs `build` forward once on the given inputs and returns its outputs as float vectors
-// (for tests that compare against a reference implementation).
+// Runs `build` forward once on `device` with the given inputs and returns its f32 and i32
+// outputs as float vectors (for tests that compare against a reference or another backend).
+// Opaque outputs (u8 masks, argmax) are not returned.
 std::vector<std::vector<float>> RunForward(const std::vector<GradCheckInput>& inputs,
-                                           const BuildFn& build);
+                                           const BuildFn& build, Device device = Device::CPU());
 
 }  // namespace lockstep::testing

@@ -1,43 +1,16 @@
-// The AllReduce kernel for host memory. A node's inputs (one fused bucket of gradients) lie
-// back to back in the flat gradient buffer, so one collective over their byte range reduces
-// them all without a copy. When OverlapCommunication() says so, Run queues it on the group's
+// The AllReduce kernel for host memory: one collective over the bucket's byte range (see
+// bucket_span.h). When OverlapCommunication() says so, Run queues it on the group's
 // communication thread and returns, so the rest of the backward overlaps it, and the executor
 // waits before the optimizer reads it; otherwise Run waits for it.
 
 #include <algorithm>
-#include <numeric>
 
-#include "core/allocator.h"
 #include "graph/kernel.h"
 #include "parallel/comm_group.h"
+#include "parallel/ops/bucket_span.h"
 
 namespace lockstep::parallel {
 namespace {
-
-// The inputs of `node` as one span of memory, when they are back to back in one region
-// (alignment padding between them is zeros in the gradient buffer and reduces to zeros).
-struct Span {
-  bool contiguous = false;
-  size_t first_input = 0;  // the input at the lowest offset
-  int64_t elements = 0;
-};
-
-Span ContiguousSpan(const Node& node) {
-  std::vector<size_t> order(node.inputs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return node.inputs[a]->alloc.offset < node.inputs[b]->alloc.offset;
-  });
-  const Allocation first = node.inputs[order[0]]->alloc;
-  size_t end = first.offset;
-  for (size_t i : order) {
-    const Value& value = *node.inputs[i];
-    if (value.alloc.region != first.region || value.alloc.offset != AlignUp(end)) return {};
-    end = value.alloc.offset + value.bytes();
-  }
-  const size_t element = SizeOf(node.inputs[0]->dtype());
-  return {true, order[0], static_cast<int64_t>((end - first.offset) / element)};
-}
 
 class AllReduceKernel : public Kernel {
  public:
@@ -67,16 +40,9 @@ class AllReduceKernel : public Kernel {
   absl::Status Wait() override { return handle_.Wait(CollectiveTimeout()); }
 
  private:
-  // What one run reduces: the whole span as one tensor, else every output on its own. The
-  // executor's views never move, so this is done once.
+  // The executor's views never move, so this is done once.
   void BindTensors(const KernelIO& io) {
-    if (!tensors_.empty()) return;
-    if (!span_.contiguous) {
-      tensors_ = io.outputs;
-      return;
-    }
-    const Tensor& first = io.outputs[span_.first_input];
-    tensors_.push_back(first.View(0, {span_.elements}, first.dtype()));
+    if (tensors_.empty()) tensors_ = BucketTensors(span_, io.outputs);
   }
 
   CommGroup* group_;

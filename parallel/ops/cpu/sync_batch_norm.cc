@@ -9,6 +9,7 @@
 
 #include "core/tensor.h"
 #include "graph/kernel.h"
+#include "ops/cpu/cpu_layouts.h"
 #include "parallel/comm_group.h"
 
 namespace lockstep::parallel {

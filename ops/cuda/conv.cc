@@ -1,0 +1,203 @@
+// Conv2D and its two backprops on CUDA through cuDNN. Descriptors and the algorithm are chosen
+// once, when the kernel is built: the fastest deterministic algorithm cuDNN's heuristics offer
+// within kMaxWorkspace (deterministic, so runs and resumes repeat bit for bit, as on the CPU).
+// Its workspace comes from the executor's planned workspace, never from an allocation in a step.
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "graph/kernel.h"
+#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_desc.h"
+
+namespace lockstep {
+namespace {
+
+using cuda::ConvDesc;
+using cuda::FilterDesc;
+using cuda::TensorDesc;
+
+constexpr size_t kMaxWorkspace = size_t{256} << 20;
+constexpr int kMaxAlgorithms = 16;
+
+enum class Direction { kForward, kBackwardData, kBackwardFilter };
+
+// The shapes of the forward convolution's x (N, C, H, W), w (O, C / groups, KH, KW) and
+// y (N, O, OH, OW), whichever of them the node reads and which it writes.
+struct ConvShapes {
+  Shape x, w, y;
+};
+
+ConvShapes ShapesOf(const Node& node, Direction direction) {
+  switch (direction) {
+    case Direction::kForward:  // (x, w) -> y
+      return {node.inputs[0]->shape(), node.inputs[1]->shape(), node.output()->shape()};
+    case Direction::kBackwardData:  // (dy, w) -> dx
+      return {node.output()->shape(), node.inputs[1]->shape(), node.inputs[0]->shape()};
+    case Direction::kBackwardFilter:  // (x, dy) -> dw
+      return {node.inputs[0]->shape(), node.output()->shape(), node.inputs[1]->shape()};
+  }
+  return {};
+}
+
+// The first (fastest by cuDNN's heuristics) deterministic algorithm within the workspace cap.
+template <typename Perf>
+absl::StatusOr<Perf> Choose(const std::array<Perf, kMaxAlgorithms>& perfs, int returned) {
+  for (int i = 0; i < returned; ++i) {
+    if (perfs[i].status == CUDNN_STATUS_SUCCESS && perfs[i].determinism == CUDNN_DETERMINISTIC &&
+        perfs[i].memory <= kMaxWorkspace) {
+      return perfs[i];
+    }
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("cuDNN's heuristics offer no deterministic algorithm within ",
+                   kMaxWorkspace >> 20, " MiB of workspace (of ", returned, " ranked)"));
+}
+
+class ConvKernel : public Kernel {
+ public:
+  static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, Direction direction) {
+    auto kernel = std::unique_ptr<ConvKernel>(new ConvKernel(direction, node.Describe()));
+    LS_RETURN_IF_ERROR(Annotate(kernel->Build(node), kernel->name_));
+    return kernel;
+  }
+
+  size_t WorkspaceBytes() const override { return workspace_; }
+
+  absl::Status Run(const KernelIO& io) override { return Annotate(Launch(io), name_); }
+
+ private:
+  ConvKernel(Direction direction, std::string name)
+      : direction_(direction), name_(std::move(name)) {}
+
+  // Descriptors from the node's shapes and attributes, checked against cuDNN's idea of the
+  // output, then the algorithm.
+  absl::Status Build(const Node& node) {
+    const DType dtype = node.output()->dtype();
+    const ConvShapes shapes = ShapesOf(node, direction_);
+    LS_ASSIGN_OR_RETURN(x_, TensorDesc::Nchw(shapes.x, dtype));  // (N, C, H, W)
+    LS_ASSIGN_OR_RETURN(y_, TensorDesc::Nchw(shapes.y, dtype));  // (N, O, OH, OW)
+    LS_ASSIGN_OR_RETURN(cuda::FilterDescFields filter, cuda::FilterFields(shapes.w, dtype));
+    LS_ASSIGN_OR_RETURN(w_, FilterDesc::Create(filter));  // (O, C / groups, KH, KW)
+    LS_ASSIGN_OR_RETURN(cuda::ConvDescFields conv, cuda::ConvFields(node.attrs, dtype));
+    if (!cuda::AllowTf32()) conv.math = CUDNN_FMA_MATH;
+    LS_ASSIGN_OR_RETURN(conv_, ConvDesc::Create(conv));
+    LS_ASSIGN_OR_RETURN(auto dims, cuda::ConvForwardOutputDims(conv_, x_, w_));
+    const Shape y(dims.begin(), dims.end());  // (N, O, OH, OW)
+    if (y != shapes.y) {
+      return absl::InternalError(absl::StrCat("cuDNN computes y ", ShapeToString(y), ", the graph ",
+                                              ShapeToString(shapes.y)));
+    }
+    LS_ASSIGN_OR_RETURN(cudnnHandle_t handle, cuda::CudnnHandle(nullptr));
+    switch (direction_) {
+      case Direction::kForward:
+        return ChooseForward(handle);
+      case Direction::kBackwardData:
+        return ChooseBackwardData(handle);
+      case Direction::kBackwardFilter:
+        return ChooseBackwardFilter(handle);
+    }
+    return absl::OkStatus();
+  }
+
+  // Each Choose* ranks by heuristics, sets the chosen algorithm's math type (TF32 tensor ops or
+  // FMA) on the descriptor, as cuDNN wants the pair, and sizes the workspace under that math.
+  absl::Status ChooseForward(cudnnHandle_t handle) {
+    std::array<cudnnConvolutionFwdAlgoPerf_t, kMaxAlgorithms> perfs;
+    int returned = 0;
+    CUDNN_RETURN_IF_ERROR(
+        cudnnGetConvolutionForwardAlgorithm_v7(handle, x_.get(), w_.get(), conv_.get(), y_.get(),
+                                               kMaxAlgorithms, &returned, perfs.data()));
+    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned));
+    forward_ = perf.algo;
+    CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_.get(), perf.mathType));
+    CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(
+        handle, x_.get(), w_.get(), conv_.get(), y_.get(), forward_, &workspace_));
+    workspace_ = std::max(workspace_, perf.memory);
+    return absl::OkStatus();
+  }
+
+  absl::Status ChooseBackwardData(cudnnHandle_t handle) {
+    std::array<cudnnConvolutionBwdDataAlgoPerf_t, kMaxAlgorithms> perfs;
+    int returned = 0;
+    CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        handle, w_.get(), y_.get(), conv_.get(), x_.get(), kMaxAlgorithms, &returned,
+        perfs.data()));
+    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned));
+    backward_data_ = perf.algo;
+    CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_.get(), perf.mathType));
+    CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        handle, w_.get(), y_.get(), conv_.get(), x_.get(), backward_data_, &workspace_));
+    workspace_ = std::max(workspace_, perf.memory);
+    return absl::OkStatus();
+  }
+
+  absl::Status ChooseBackwardFilter(cudnnHandle_t handle) {
+    std::array<cudnnConvolutionBwdFilterAlgoPerf_t, kMaxAlgorithms> perfs;
+    int returned = 0;
+    CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        handle, x_.get(), y_.get(), conv_.get(), w_.get(), kMaxAlgorithms, &returned,
+        perfs.data()));
+    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned));
+    backward_filter_ = perf.algo;
+    CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_.get(), perf.mathType));
+    CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        handle, x_.get(), y_.get(), conv_.get(), w_.get(), backward_filter_, &workspace_));
+    workspace_ = std::max(workspace_, perf.memory);
+    return absl::OkStatus();
+  }
+
+  absl::Status Launch(const KernelIO& io) {
+    LS_ASSIGN_OR_RETURN(cudnnHandle_t handle, cuda::CudnnHandle(cuda::StreamOf(io)));
+    const float one = 1.0f, zero = 0.0f;  // y = conv(...), overwriting what was there
+    const void* in0 = io.inputs[0].raw_data();
+    const void* in1 = io.inputs[1].raw_data();
+    void* out = io.outputs[0].raw_data();
+    switch (direction_) {
+      case Direction::kForward:  // x (N, C, H, W), w (O, C/g, KH, KW) -> y (N, O, OH, OW)
+        CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(handle, &one, x_.get(), in0, w_.get(), in1,
+                                                      conv_.get(), forward_, io.workspace,
+                                                      workspace_, &zero, y_.get(), out));
+        break;
+      case Direction::kBackwardData:  // dy (N, O, OH, OW), w (O, C/g, KH, KW) -> dx (N, C, H, W)
+        CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardData(
+            handle, &one, w_.get(), in1, y_.get(), in0, conv_.get(), backward_data_, io.workspace,
+            workspace_, &zero, x_.get(), out));
+        break;
+      case Direction::kBackwardFilter:  // x (N, C, H, W), dy (N, O, OH, OW) -> dw (O, C/g, KH, KW)
+        CUDNN_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter(
+            handle, &one, x_.get(), in0, y_.get(), in1, conv_.get(), backward_filter_, io.workspace,
+            workspace_, &zero, w_.get(), out));
+        break;
+    }
+    return absl::OkStatus();
+  }
+
+  Direction direction_;
+  std::string name_;  // "Conv2D node 'layer1/conv_3' (#3)", in front of every error
+  TensorDesc x_, y_;
+  FilterDesc w_;
+  ConvDesc conv_;
+  cudnnConvolutionFwdAlgo_t forward_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnConvolutionBwdDataAlgo_t backward_data_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  cudnnConvolutionBwdFilterAlgo_t backward_filter_ = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  size_t workspace_ = 0;
+};
+
+KernelFactory ConvFactory(Direction direction) {
+  return [direction](const Node& node) { return ConvKernel::Create(node, direction); };
+}
+
+REGISTER_KERNEL({.op = "Conv2D",
+                 .device = DeviceType::kCUDA,
+                 .create = ConvFactory(Direction::kForward)});
+REGISTER_KERNEL({.op = "Conv2DBackpropInput",
+                 .device = DeviceType::kCUDA,
+                 .create = ConvFactory(Direction::kBackwardData)});
+REGISTER_KERNEL({.op = "Conv2DBackpropFilter",
+                 .device = DeviceType::kCUDA,
+                 .create = ConvFactory(Direction::kBackwardFilter)});
+
+}  // namespace
+}  // namespace lockstep

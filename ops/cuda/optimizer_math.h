@@ -1,0 +1,37 @@
+#pragma once
+
+// Per-element math of the optimizer CUDA kernels, in the CPU kernels' order of operations
+// (tests/ops/cuda/optimizer_cuda_test.cc runs it on the host against them).
+
+#include "ops/cuda/host_device.h"
+
+namespace lockstep::cuda {
+
+// A Momentum node's attributes, as floats.
+struct MomentumParams {
+  float momentum = 0.9f;
+  float weight_decay = 0.0f;
+  float unscale = 1.0f;  // 1 / loss_scale
+  bool nesterov = false;
+};
+
+struct ParamAndMoment {
+  float param;
+  float moment;
+};
+
+// g = grad / loss_scale + weight_decay * param; moment' = momentum * moment + g;
+// param' = param - lr * (nesterov ? g + momentum * moment' : moment').
+LS_HOST_DEVICE inline ParamAndMoment MomentumStep(const MomentumParams& p, float lr, float param,
+                                                  float grad, float moment) {
+  const float g = grad * p.unscale + p.weight_decay * param;
+  const float m = p.momentum * moment + g;
+  return {param - lr * (p.nesterov ? g + p.momentum * m : m), m};
+}
+
+// accum' = beta * accum + grad: beta 0 starts the accumulation over, 1 adds to it.
+LS_HOST_DEVICE inline float AccumulateStep(float beta, float accum, float grad) {
+  return beta * accum + grad;
+}
+
+}  // namespace lockstep::cuda

@@ -1,0 +1,129 @@
+// SyncBatchNorm kernels on CUDA, as on the CPU (parallel/ops/cpu/sync_batch_norm.cc): per-channel
+// sums in double, one stream-ordered NCCL AllReduce of them, then the statistics and the
+// element-wise pass. The sums live in the kernel's workspace; the compute stream waits on the
+// reduction's event before reading them, so the host never blocks.
+
+#include "core/cuda_util.h"
+#include "graph/kernel.h"
+#include "parallel/comm_group.h"
+#include "parallel/nccl_communicator.h"
+#include "parallel/ops/cuda/sync_batch_norm_kernels.h"
+
+namespace lockstep::parallel {
+namespace {
+
+using cuda::ChannelShape;
+
+class SyncKernel : public Kernel {
+ public:
+  ~SyncKernel() override { cudaEventDestroy(done_); }
+  bool communicates() const override { return true; }
+  size_t WorkspaceBytes() const override { return 2 * shape_.channels * sizeof(double); }
+
+ protected:
+  SyncKernel(const Node& node, NcclCommunicator* communicator, cudaEvent_t done)
+      : shape_{node.inputs[0]->shape()[0], node.inputs[0]->shape()[1],
+               NumElements(node.inputs[0]->shape()) /
+                   (node.inputs[0]->shape()[0] * node.inputs[0]->shape()[1])},
+        epsilon_(static_cast<float>(node.attrs.GetFloat("epsilon"))),
+        communicator_(communicator),
+        done_(done) {}
+
+  // Adds every rank's sums (2C f64 at `sums`) in place; returns the global element count.
+  absl::StatusOr<int64_t> AllReduceSums(double* sums, cudaStream_t stream) {
+    const Tensor tensor =
+        Tensor::Wrap(sums, {2 * shape_.channels}, DType::kF64, communicator_->device());
+    LS_RETURN_IF_ERROR(communicator_->EnqueueAllReduce({tensor}, ReduceOp::kSum, stream, done_));
+    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, done_, 0));
+    return shape_.per_channel() * communicator_->size();
+  }
+
+  ChannelShape shape_;
+  float epsilon_;
+  NcclCommunicator* communicator_;
+  cudaEvent_t done_;
+};
+
+// (x, gamma, beta, running_mean, running_var) -> (y, mean, var, running_mean', running_var').
+class SyncBatchNormKernel : public SyncKernel {
+ public:
+  SyncBatchNormKernel(const Node& node, NcclCommunicator* communicator, cudaEvent_t done)
+      : SyncKernel(node, communicator, done),
+        momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))) {}
+
+  absl::Status Run(const KernelIO& io) override {
+    const cudaStream_t stream = static_cast<cudaStream_t>(io.stream);
+    auto* sums = static_cast<double*>(io.workspace);  // (2C)
+    CUDA_RETURN_IF_ERROR(cuda::LaunchForwardSums(io.inputs[0].data<float>(), shape_, sums, stream));
+    LS_ASSIGN_OR_RETURN(int64_t count, AllReduceSums(sums, stream));
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchNormalize(io.inputs[0].data<float>(),  // (N, C, H, W)
+                              io.inputs[1].data<float>(),  // gamma (C)
+                              io.inputs[2].data<float>(),  // beta (C)
+                              sums, count, epsilon_, momentum_, shape_,
+                              io.outputs[1].data<float>(),  // mean (C)
+                              io.outputs[2].data<float>(),  // var (C), biased
+                              io.outputs[3].data<float>(),  // running_mean (C), in place
+                              io.outputs[4].data<float>(),  // running_var (C), in place
+                              io.outputs[0].data<float>(),  // y (N, C, H, W)
+                              stream));
+    return absl::OkStatus();
+  }
+
+ private:
+  float momentum_;
+};
+
+// (x, gamma, mean, var, dy) -> (dx, dgamma, dbeta); dgamma and dbeta are this rank's part.
+class SyncBatchNormGradKernel : public SyncKernel {
+ public:
+  SyncBatchNormGradKernel(const Node& node, NcclCommunicator* communicator, cudaEvent_t done)
+      : SyncKernel(node, communicator, done) {}
+
+  absl::Status Run(const KernelIO& io) override {
+    const cudaStream_t stream = static_cast<cudaStream_t>(io.stream);
+    auto* sums = static_cast<double*>(io.workspace);  // (2C)
+    const float* x = io.inputs[0].data<float>();      // (N, C, H, W)
+    const float* gamma = io.inputs[1].data<float>();  // (C)
+    const float* mean = io.inputs[2].data<float>();   // (C)
+    const float* var = io.inputs[3].data<float>();    // (C)
+    const float* dy = io.inputs[4].data<float>();     // like x
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchBackwardSums(x, dy, mean, var, epsilon_, shape_, sums, stream));
+    CUDA_RETURN_IF_ERROR(cuda::LaunchParameterGradients(
+        sums, shape_.channels, io.outputs[1].data<float>(), io.outputs[2].data<float>(), stream));
+    LS_ASSIGN_OR_RETURN(int64_t count, AllReduceSums(sums, stream));
+    CUDA_RETURN_IF_ERROR(cuda::LaunchInputGradient(x, gamma, mean, var, dy, sums, count, epsilon_,
+                                                   shape_, io.outputs[0].data<float>(), stream));
+    return absl::OkStatus();
+  }
+};
+
+template <typename K>
+KernelFactory SyncFactory() {
+  return [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    int device = 0;
+    CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+    LS_ASSIGN_OR_RETURN(CommGroup * group,
+                        FindGroup(node.attrs.GetString("group"), Device::CUDA(device)));
+    auto* nccl = dynamic_cast<NcclCommunicator*>(group->communicator.get());
+    if (nccl == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(node.Describe(), " on CUDA needs an NCCL communicator, the group has ",
+                       group->communicator->backend()));
+    }
+    cudaEvent_t done = nullptr;
+    CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    return std::make_unique<K>(node, nccl, done);
+  };
+}
+
+REGISTER_KERNEL({.op = "SyncBatchNorm",
+                 .device = DeviceType::kCUDA,
+                 .create = SyncFactory<SyncBatchNormKernel>()});
+REGISTER_KERNEL({.op = "SyncBatchNormGrad",
+                 .device = DeviceType::kCUDA,
+                 .create = SyncFactory<SyncBatchNormGradKernel>()});
+
+}  // namespace
+}  // namespace lockstep::parallel

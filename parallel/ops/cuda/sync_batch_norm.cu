@@ -1,0 +1,137 @@
+#include "ops/cuda/device_util.cuh"
+#include "parallel/ops/cuda/sync_batch_norm_kernels.h"
+
+namespace lockstep::parallel::cuda {
+namespace {
+
+using ::lockstep::cuda::BlockReduce;
+using ::lockstep::cuda::BlocksFor;
+using ::lockstep::cuda::kThreadsPerBlock;
+using ::lockstep::cuda::SumOf;
+
+__device__ float InvStd(float var, float epsilon) { return rsqrtf(var + epsilon); }
+
+// One block per channel, combined by BlockReduce's fixed-order tree: the same sums every run.
+template <typename First, typename Second>
+__device__ void ChannelSums(ChannelShape shape, double* sums, First first, Second second) {
+  const int64_t c = blockIdx.x;
+  double sa = 0.0, sb = 0.0;
+  for (int64_t k = threadIdx.x; k < shape.n * shape.pixels; k += blockDim.x) {
+    const int64_t i = ((k / shape.pixels) * shape.channels + c) * shape.pixels + k % shape.pixels;
+    sa += first(i);
+    sb += second(i);
+  }
+  sa = BlockReduce(sa, SumOf());
+  sb = BlockReduce(sb, SumOf());
+  if (threadIdx.x == 0) {
+    sums[c] = sa;
+    sums[shape.channels + c] = sb;
+  }
+}
+
+__global__ void ForwardSums(const float* x, ChannelShape shape, double* sums) {
+  ChannelSums(
+      shape, sums, [&](int64_t i) { return double{x[i]}; },
+      [&](int64_t i) { return double{x[i]} * x[i]; });
+}
+
+__global__ void BackwardSums(const float* x, const float* dy, const float* mean, const float* var,
+                             float epsilon, ChannelShape shape, double* sums) {
+  const int64_t c = blockIdx.x;
+  const float m = mean[c], inv_std = InvStd(var[c], epsilon);
+  ChannelSums(
+      shape, sums, [&](int64_t i) { return double{dy[i]}; },
+      [&](int64_t i) { return double{dy[i]} * (x[i] - m) * inv_std; });
+}
+
+__global__ void Statistics(const double* sums, int64_t count, float momentum, int64_t channels,
+                           float* mean, float* var, float* running_mean, float* running_var) {
+  const int64_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  const double m = sums[c] / static_cast<double>(count);
+  const double v = fmax(0.0, sums[channels + c] / static_cast<double>(count) - m * m);
+  const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
+  mean[c] = static_cast<float>(m);
+  var[c] = static_cast<float>(v);
+  running_mean[c] = static_cast<float>(momentum * running_mean[c] + (1.0 - momentum) * m);
+  running_var[c] = static_cast<float>(momentum * running_var[c] + (1.0 - momentum) * unbias * v);
+}
+
+__global__ void Normalize(const float* x, const float* gamma, const float* beta, const float* mean,
+                          const float* var, float epsilon, ChannelShape shape, float* y) {
+  const int64_t total = shape.n * shape.channels * shape.pixels;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = (i / shape.pixels) % shape.channels;
+    y[i] = (x[i] - mean[c]) * (gamma[c] * InvStd(var[c], epsilon)) + beta[c];
+  }
+}
+
+__global__ void ParameterGradients(const double* sums, int64_t channels, float* dgamma,
+                                   float* dbeta) {
+  const int64_t c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  dbeta[c] = static_cast<float>(sums[c]);
+  dgamma[c] = static_cast<float>(sums[channels + c]);
+}
+
+__global__ void InputGradient(const float* x, const float* gamma, const float* mean,
+                              const float* var, const float* dy, const double* sums, int64_t count,
+                              float epsilon, ChannelShape shape, float* dx) {
+  const int64_t total = shape.n * shape.channels * shape.pixels;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = (i / shape.pixels) % shape.channels;
+    const float inv_std = InvStd(var[c], epsilon);
+    const double mean_dy = sums[c] / static_cast<double>(count);
+    const double mean_dy_xhat = sums[shape.channels + c] / static_cast<double>(count);
+    const double x_hat = (x[i] - mean[c]) * inv_std;
+    dx[i] = static_cast<float>(gamma[c] * inv_std * (dy[i] - mean_dy - x_hat * mean_dy_xhat));
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchForwardSums(const float* x, ChannelShape shape, double* sums,
+                              cudaStream_t stream) {
+  ForwardSums<<<static_cast<unsigned>(shape.channels), kThreadsPerBlock, 0, stream>>>(x, shape,
+                                                                                      sums);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBackwardSums(const float* x, const float* dy, const float* mean, const float* var,
+                               float epsilon, ChannelShape shape, double* sums,
+                               cudaStream_t stream) {
+  BackwardSums<<<static_cast<unsigned>(shape.channels), kThreadsPerBlock, 0, stream>>>(
+      x, dy, mean, var, epsilon, shape, sums);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchNormalize(const float* x, const float* gamma, const float* beta,
+                            const double* sums, int64_t count, float epsilon, float momentum,
+                            ChannelShape shape, float* mean, float* var, float* running_mean,
+                            float* running_var, float* y, cudaStream_t stream) {
+  Statistics<<<BlocksFor(shape.channels), kThreadsPerBlock, 0, stream>>>(
+      sums, count, momentum, shape.channels, mean, var, running_mean, running_var);
+  Normalize<<<BlocksFor(shape.n * shape.channels * shape.pixels), kThreadsPerBlock, 0, stream>>>(
+      x, gamma, beta, mean, var, epsilon, shape, y);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchParameterGradients(const double* sums, int64_t channels, float* dgamma,
+                                     float* dbeta, cudaStream_t stream) {
+  ParameterGradients<<<BlocksFor(channels), kThreadsPerBlock, 0, stream>>>(sums, channels, dgamma,
+                                                                           dbeta);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchInputGradient(const float* x, const float* gamma, const float* mean,
+                                const float* var, const float* dy, const double* sums,
+                                int64_t count, float epsilon, ChannelShape shape, float* dx,
+                                cudaStream_t stream) {
+  InputGradient<<<BlocksFor(shape.n * shape.channels * shape.pixels), kThreadsPerBlock, 0,
+                  stream>>>(x, gamma, mean, var, dy, sums, count, epsilon, shape, dx);
+  return cudaGetLastError();
+}
+
+}  // namespace lockstep::parallel::cuda

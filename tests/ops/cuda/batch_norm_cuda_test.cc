@@ -1,0 +1,107 @@
+// Batch normalization on CUDA (cuDNN plus the variance conversions) against the CPU kernels:
+// training statistics, running averages, inference, gradients, and the fused ReLU pair.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/cuda/batch_norm_math.h"
+#include "tests/testing/backend_compare.h"
+
+namespace lockstep {
+namespace {
+
+using testing::ExpectCudaMatchesCpu;
+using testing::ExpectCudaOpMatchesCpu;
+using testing::GradCheckInput;
+using testing::NormalValues;
+
+// A (C) vector of positive values around `shift` (variances) or any sign (shift 0).
+GradCheckInput Channels(const std::string& name, int64_t c, float shift, uint64_t seed) {
+  std::vector<float> values = NormalValues({c}, seed);
+  for (float& v : values) v = shift + (shift > 0 ? 0.3f * std::abs(v) : v);
+  return {.name = name, .shape = {c}, .values = values};
+}
+
+// The running statistics are state: BatchNorm updates them in place, which the graph allows
+// only for persistent values.
+GradCheckInput RunningStat(const std::string& name, int64_t c, float shift, uint64_t seed) {
+  GradCheckInput input = Channels(name, c, shift, seed);
+  input.differentiable = false;
+  input.role = InputRole::kState;
+  return input;
+}
+
+std::vector<GradCheckInput> ForwardInputs(const Shape& x) {
+  const int64_t c = x[1];
+  return {{.name = "x", .shape = x, .stddev = 2.0f},
+          Channels("gamma", c, 0.0f, 1),
+          Channels("beta", c, 0.0f, 2),
+          RunningStat("mean", c, 0.0f, 3),
+          RunningStat("var", c, 1.0f, 4)};
+}
+
+std::vector<GradCheckInput> GradInputs(const Shape& x) {
+  const int64_t c = x[1];
+  return {{.name = "x", .shape = x, .stddev = 2.0f},
+          Channels("gamma", c, 0.0f, 1),
+          Channels("saved_mean", c, 0.0f, 3),
+          Channels("saved_var", c, 1.0f, 4),
+          {.name = "dy", .shape = x}};
+}
+
+TEST(BatchNormCudaTest, TrainingStatisticsAndRunningAverages) {
+  LS_SKIP_WITHOUT_GPU();
+  ExpectCudaOpMatchesCpu("BatchNorm", ForwardInputs({4, 8, 6, 6}), {{"momentum", 0.9}});
+  ExpectCudaOpMatchesCpu("BatchNorm", ForwardInputs({16, 5}));
+}
+
+TEST(BatchNormCudaTest, InferenceAndGradient) {
+  LS_SKIP_WITHOUT_GPU();
+  ExpectCudaOpMatchesCpu("BatchNormInference", ForwardInputs({4, 8, 6, 6}));
+  ExpectCudaOpMatchesCpu("BatchNormGrad", GradInputs({4, 8, 6, 6}));
+}
+
+// The fused pair only exists together: the forward's mask is the backward's input.
+TEST(BatchNormCudaTest, FusedReluPair) {
+  LS_SKIP_WITHOUT_GPU();
+  std::vector<GradCheckInput> inputs = ForwardInputs({4, 8, 5, 5});
+  inputs.push_back({.name = "dy", .shape = {4, 8, 5, 5}});
+  ExpectCudaMatchesCpu(inputs, [](Builder& b, const std::vector<Value*>& in) {
+    std::vector<Value*> forward = b.Op("BatchNormRelu", {in[0], in[1], in[2], in[3], in[4]});
+    if (forward.size() != 6) return forward;
+    std::vector<Value*> grads =
+        b.Op("BatchNormReluGrad", {in[0], in[1], forward[1], forward[2], in[5], forward[5]});
+    forward.pop_back();  // the mask is the backend's own
+    forward.insert(forward.end(), grads.begin(), grads.end());
+    return forward;
+  });
+}
+
+// The conversions between cuDNN's saved inverse standard deviation and the ops' variance, and
+// the fused ReLU's mask, on the host (no GPU needed).
+TEST(BatchNormMathTest, VarianceRoundTripsThroughInvStd) {
+  for (float var : {1e-3f, 0.5f, 1.0f, 7.25f, 300.0f}) {
+    for (float epsilon : {1e-5f, 1e-3f}) {
+      const float inv_std = cuda::InvStdFromVariance(var, epsilon);
+      EXPECT_NEAR(inv_std, 1.0 / std::sqrt(static_cast<double>(var) + epsilon), 1e-6 * inv_std);
+      EXPECT_NEAR(cuda::VarianceFromInvStd(inv_std, epsilon), var, 1e-5 * (var + 1.0f));
+    }
+  }
+}
+
+TEST(BatchNormMathTest, ReluMaskKeepsPositivesAndNaN) {
+  EXPECT_EQ(cuda::ReluMask(2.5f), 1);
+  EXPECT_EQ(cuda::ReluMask(0.0f), 0);
+  EXPECT_EQ(cuda::ReluMask(-0.0f), 0);
+  EXPECT_EQ(cuda::ReluMask(-1.0f), 0);
+  EXPECT_EQ(cuda::ReluMask(std::nanf("")), 1);  // as oneDNN: only values <= 0 are cut
+  EXPECT_EQ(cuda::Masked(3.0f, 1), 3.0f);
+  EXPECT_EQ(cuda::Masked(3.0f, 0), 0.0f);
+  EXPECT_TRUE(std::isnan(cuda::Masked(std::nanf(""), cuda::ReluMask(std::nanf("")))));
+}
+
+}  // namespace
+}  // namespace lockstep
