@@ -42,30 +42,42 @@ ConvShapes ShapesOf(const Node& node, Direction direction) {
 }
 
 // The first (fastest by cuDNN's heuristics) deterministic algorithm within the workspace cap.
+// Some shapes have none (backward data of a strided 1x1 convolution, ResNet-50's downsample):
+// then the fastest one within the cap, whose atomics may sum in another order each run.
+// Heuristics rather than timing (cuDNN's Find, PyTorch's cudnn.benchmark): timing can choose
+// differently in two processes, so their results would differ in the last bits, and on an H100
+// it made ResNet-50's convolutions no faster (BENCHMARKS.md).
 template <typename Perf>
-absl::StatusOr<Perf> Choose(const std::array<Perf, kMaxAlgorithms>& perfs, int returned) {
+absl::StatusOr<Perf> Choose(const std::array<Perf, kMaxAlgorithms>& perfs, int returned,
+                            const std::string& name) {
+  const Perf* fastest = nullptr;
   for (int i = 0; i < returned; ++i) {
-    if (perfs[i].status == CUDNN_STATUS_SUCCESS && perfs[i].determinism == CUDNN_DETERMINISTIC &&
-        perfs[i].memory <= kMaxWorkspace) {
-      return perfs[i];
-    }
+    if (perfs[i].status != CUDNN_STATUS_SUCCESS || perfs[i].memory > kMaxWorkspace) continue;
+    if (perfs[i].determinism == CUDNN_DETERMINISTIC) return perfs[i];
+    if (fastest == nullptr) fastest = &perfs[i];
   }
-  return absl::UnimplementedError(
-      absl::StrCat("cuDNN's heuristics offer no deterministic algorithm within ",
-                   kMaxWorkspace >> 20, " MiB of workspace (of ", returned, " ranked)"));
+  if (fastest == nullptr) {
+    return absl::UnimplementedError(absl::StrCat("cuDNN's heuristics offer no algorithm within ",
+                                                 kMaxWorkspace >> 20, " MiB of workspace (of ",
+                                                 returned, " ranked)"));
+  }
+  LS_LOG(Warning) << name << ": no deterministic cuDNN algorithm, using algorithm "
+                  << static_cast<int>(fastest->algo)
+                  << " (results may differ in the last bits from run to run)";
+  return *fastest;
 }
 
 class ConvKernel : public Kernel {
  public:
   static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, Direction direction) {
     auto kernel = std::unique_ptr<ConvKernel>(new ConvKernel(direction, node.Describe()));
-    LS_RETURN_IF_ERROR(Annotate(kernel->Build(node), kernel->name_));
+    LS_RETURN_IF_ERROR(kernel->Build(node));
     return kernel;
   }
 
   size_t WorkspaceBytes() const override { return workspace_; }
 
-  absl::Status Run(const KernelIO& io) override { return Annotate(Launch(io), name_); }
+  absl::Status Run(const KernelIO& io) override { return Launch(io); }
 
  private:
   ConvKernel(Direction direction, std::string name)
@@ -109,7 +121,7 @@ class ConvKernel : public Kernel {
     CUDNN_RETURN_IF_ERROR(
         cudnnGetConvolutionForwardAlgorithm_v7(handle, x_.get(), w_.get(), conv_.get(), y_.get(),
                                                kMaxAlgorithms, &returned, perfs.data()));
-    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned));
+    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned, name_));
     forward_ = perf.algo;
     CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_.get(), perf.mathType));
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(
@@ -124,7 +136,7 @@ class ConvKernel : public Kernel {
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         handle, w_.get(), y_.get(), conv_.get(), x_.get(), kMaxAlgorithms, &returned,
         perfs.data()));
-    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned));
+    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned, name_));
     backward_data_ = perf.algo;
     CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_.get(), perf.mathType));
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataWorkspaceSize(
@@ -139,7 +151,7 @@ class ConvKernel : public Kernel {
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         handle, x_.get(), y_.get(), conv_.get(), w_.get(), kMaxAlgorithms, &returned,
         perfs.data()));
-    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned));
+    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned, name_));
     backward_filter_ = perf.algo;
     CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_.get(), perf.mathType));
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterWorkspaceSize(
@@ -175,7 +187,7 @@ class ConvKernel : public Kernel {
   }
 
   Direction direction_;
-  std::string name_;  // "Conv2D node 'layer1/conv_3' (#3)", in front of every error
+  std::string name_;  // "Conv2D node 'layer1/conv_3' (#3)", for the warning above
   TensorDesc x_, y_;
   FilterDesc w_;
   ConvDesc conv_;

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # On a lent GPU machine, inside scripts/gpu/run.sh: the CUDA tests, the built-in sample trained
 # on the GPU (and resumed there from a checkpoint written on the CPU), and the ResNet-50
-# benchmark beside the PyTorch peer. Logs go to $OUT (the device tool brings them back).
+# benchmark beside the PyTorch peer. The logs come back as $OUT/logs.tar.gz (the device tool
+# brings back a few files only).
 #
 #   bash scripts/gpu/run.sh BUNDLE bash scripts/gpu/checks.sh [tests|train|bench]...
 set -uo pipefail
-out=${OUT:-/tmp/lockstep-out}
+out=/tmp/lockstep-logs
 mkdir -p "$out"
+trap 'tar -C "$out" -czf "${OUT:-/tmp}/logs.tar.gz" .' EXIT
 status=0
 step() {  # step NAME COMMAND...: runs it, logs it, remembers a failure
   local name=$1
@@ -30,13 +32,15 @@ train() {
   local data=/tmp/sample ckpt=/tmp/ckpt
   rm -rf "$ckpt" "$ckpt-cpu"
   [[ -d $data/train ]] || lockstep-make-sample "$data" >/dev/null
-  local recipe=(--data "$data" --model resnet8 --epochs 6 --batch-size 32 --lr 0.1 --log-every 60)
-  step train_gpu lockstep-train "${recipe[@]}" --device cuda --ckpt-dir "$ckpt" --keep-max 2
-  step train_cpu lockstep-train "${recipe[@]}" --device cpu --threads 16
+  local recipe=(--data "$data" --model resnet8 --batch-size 32 --lr 0.1 --log-every 60)
+  step train_gpu lockstep-train "${recipe[@]}" --epochs 6 --device cuda --ckpt-dir "$ckpt" \
+    --keep-max 2
+  step train_cpu lockstep-train "${recipe[@]}" --epochs 6 --device cpu --threads 16
   # Three epochs on the CPU, the other three on the GPU from the CPU's checkpoint.
   step half_on_cpu lockstep-train "${recipe[@]}" --device cpu --threads 16 --epochs 3 \
     --ckpt-dir "$ckpt-cpu" --keep-max 2
-  step resume_cpu_on_gpu lockstep-train "${recipe[@]}" --device cuda --ckpt-dir "$ckpt-cpu" \
+  step resume_cpu_on_gpu lockstep-train "${recipe[@]}" --epochs 6 --device cuda \
+    --ckpt-dir "$ckpt-cpu" \
     --resume "$ckpt-cpu" --keep-max 2
   step verify lockstep-ckpt verify "$ckpt"
 }
@@ -45,11 +49,11 @@ bench() {
   local batch
   for batch in 64 128; do
     step "lockstep_b$batch" lockstep-bench-resnet --device cuda --model resnet50 --size 224 \
-      --batch "$batch" --steps 30 --warmup 5
+      --batch "$batch" --classes 1000 --steps 30 --warmup 10
     step "torch_b$batch" python3 /tmp/lockstep/torch_resnet_gpu.py "$batch" 30 tf32 nchw
   done
   step lockstep_profile lockstep-bench-resnet --device cuda --model resnet50 --size 224 \
-    --batch 128 --steps 10 --warmup 3 --profile
+    --batch 128 --classes 1000 --steps 10 --warmup 3 --profile
 }
 
 for what in "${@:-tests train bench}"; do
