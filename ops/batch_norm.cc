@@ -8,6 +8,7 @@
 #include <initializer_list>
 
 #include "graph/builder.h"
+#include "graph/fusion.h"
 #include "graph/op_registry.h"
 
 namespace lockstep {
@@ -166,6 +167,40 @@ REGISTER_OP("BatchNormInference")
     .Outputs(1)
     .Attr("epsilon", 1e-5)
     .Infer(InferBatchNormInference);
+
+// BatchNorm -> Relu, whose backward is ReluGrad -> BatchNormGrad, becomes BatchNormRelu and
+// BatchNormReluGrad: the normalization applies the ReLU and keeps its mask for the backward, so
+// neither the ReLU nor its gradient reads and writes the activation again.
+void FuseNormRelu(FusionContext& ctx, const Node& norm) {
+  const auto [relu, relu_grad] = ctx.OnlyReaders(norm.output(0), "Relu", "ReluGrad");
+  if (relu == nullptr || relu_grad == nullptr) return;
+  const std::vector<Node*>& dy_readers = ctx.Readers(relu_grad->output());
+  if (dy_readers.size() != 1) return;
+  const Node& norm_grad = *dy_readers[0];
+  // (x, gamma, saved_mean, saved_var, dy): the gradient of this very normalization.
+  if (norm_grad.op->name() != "BatchNormGrad" || norm_grad.inputs[0] != norm.inputs[0] ||
+      norm_grad.inputs[2] != norm.output(1) || norm_grad.inputs[3] != norm.output(2) ||
+      norm_grad.inputs[4] != relu_grad->output()) {
+    return;
+  }
+  const std::vector<Value*> fused = ctx.Before(norm).Op("BatchNormRelu", norm.inputs, norm.attrs);
+  if (fused.empty()) return;
+  const std::vector<Value*> grads =
+      ctx.Before(norm_grad).Op("BatchNormReluGrad",
+                               {norm_grad.inputs[0], norm_grad.inputs[1], fused[1], fused[2],
+                                relu_grad->inputs[1], fused[5]},
+                               norm_grad.attrs);
+  if (grads.empty()) return;
+  ctx.Replace(norm, fused);
+  ctx.Replace(*relu, {fused[0]});
+  ctx.MarkFused(*relu_grad);
+  ctx.Replace(norm_grad, grads);
+}
+
+REGISTER_FUSION({.name = "BatchNormRelu",
+                 .anchor = "BatchNorm",
+                 .fused_ops = {"BatchNormRelu", "BatchNormReluGrad"},
+                 .rewrite = FuseNormRelu});
 
 }  // namespace
 }  // namespace lockstep

@@ -1,6 +1,7 @@
 // Element-wise ops: Add, Relu, Scale, Fill, Cast, BiasAdd and their gradients.
 
 #include "graph/builder.h"
+#include "graph/fusion.h"
 #include "graph/op_registry.h"
 
 namespace lockstep {
@@ -97,6 +98,41 @@ REGISTER_OP("BiasAdd").Inputs(2).Infer(InferBiasAdd).Grad([](GradContext& g) {
 });
 // (N, C, ...) -> (C): the sum over every axis but 1.
 REGISTER_OP("BiasAddGrad").Inputs(1).Infer(InferBiasAddGrad);
+
+// Add -> Relu (a residual connection) becomes AddRelu, and the ReLU's gradient reads its output,
+// which is > 0 exactly where the sum is: the sum is never written.
+void FuseAddRelu(FusionContext& ctx, const Node& add) {
+  const auto [relu, relu_grad] = ctx.OnlyReaders(add.output(), "Relu", "ReluGrad");
+  if (relu == nullptr) return;
+  Value* fused = ctx.Before(add).Op1("AddRelu", add.inputs, add.attrs);
+  if (fused == nullptr) return;
+  if (relu_grad != nullptr) relu_grad->inputs[0] = fused;
+  ctx.Replace(*relu, {fused});
+  ctx.MarkFused(add);
+}
+
+// Add -> ReluGrad (two gradients meeting at a ReLU's output, a residual block's input) becomes
+// AddReluGrad: the summed gradient is never written either.
+void FuseAddReluGrad(FusionContext& ctx, const Node& relu_grad) {
+  const Value* sum = relu_grad.inputs[1];
+  const Node& add = *sum->producer;
+  if (ctx.IsFused(relu_grad) || add.op->name() != "Add" || ctx.IsFused(add) ||
+      ctx.Readers(sum).size() != 1) {
+    return;
+  }
+  Value* fused = ctx.Before(relu_grad).Op1(
+      "AddReluGrad", {relu_grad.inputs[0], add.inputs[0], add.inputs[1]}, relu_grad.attrs);
+  if (fused == nullptr) return;
+  ctx.Replace(relu_grad, {fused});
+  ctx.MarkFused(add);
+}
+
+REGISTER_FUSION(
+    {.name = "AddRelu", .anchor = "Add", .fused_ops = {"AddRelu"}, .rewrite = FuseAddRelu});
+REGISTER_FUSION({.name = "AddReluGrad",
+                 .anchor = "ReluGrad",
+                 .fused_ops = {"AddReluGrad"},
+                 .rewrite = FuseAddReluGrad});
 
 }  // namespace
 }  // namespace lockstep

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/builder.h"
+#include "graph/fusion.h"
 #include "graph/op_registry.h"
 
 namespace lockstep {
@@ -198,6 +199,34 @@ REGISTER_OP("GlobalAvgPool").Inputs(1).Infer(InferGlobalAvgPool).Grad([](GradCon
 });
 
 REGISTER_OP("GlobalAvgPoolGrad").Inputs(1).Attr("input_shape").Infer(InferGlobalAvgPoolGrad);
+
+// MaxPool with its MaxPoolGrad becomes MaxPoolWithArgmax and MaxPoolGradWithArgmax: the forward
+// keeps where each maximum was, so the backward does not run the forward again.
+void KeepArgmax(FusionContext& ctx, const Node& pool) {
+  Value* x = pool.inputs[0];
+  // MaxPoolGrad (x, dy) with the same window over the same x needs this very argmax.
+  const Node* pool_grad = nullptr;
+  for (const Node* reader : ctx.AllReaders(x)) {
+    if (reader->op->name() == "MaxPoolGrad" && reader->inputs[0] == x &&
+        reader->attrs.items() == pool.attrs.items() && !ctx.IsFused(*reader)) {
+      pool_grad = reader;
+    }
+  }
+  if (pool_grad == nullptr) return;
+  const std::vector<Value*> fused = ctx.Before(pool).Op("MaxPoolWithArgmax", {x}, pool.attrs);
+  if (fused.empty()) return;
+  Value* dx = ctx.Before(*pool_grad)
+                  .Op1("MaxPoolGradWithArgmax", {pool_grad->inputs[1], fused[1]},
+                       WithInputShape(pool.attrs, x));
+  if (dx == nullptr) return;
+  ctx.Replace(pool, fused);
+  ctx.Replace(*pool_grad, {dx});
+}
+
+REGISTER_FUSION({.name = "MaxPoolWithArgmax",
+                 .anchor = "MaxPool",
+                 .fused_ops = {"MaxPoolWithArgmax", "MaxPoolGradWithArgmax"},
+                 .rewrite = KeepArgmax});
 
 }  // namespace
 }  // namespace lockstep

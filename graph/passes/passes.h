@@ -8,8 +8,8 @@ namespace lockstep {
 
 // Emits gradient nodes from each op's registered rule, reverse topologically.
 std::unique_ptr<Pass> CreateAutodiffPass();
-// Merges op pairs that one kernel of the device computes in a single pass (BatchNorm with ReLU,
-// MaxPool keeping its argmax for MaxPoolGrad).
+// Merges nodes that one kernel of the device computes in a single pass, by the fusion patterns
+// the op families register (graph/fusion.h).
 std::unique_ptr<Pass> CreateFuseKernelsPass();
 // Removes nodes none of whose outputs reach a graph output.
 std::unique_ptr<Pass> CreateDeadCodeElimPass();
