@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "graph/kernel.h"
+#include "ops/kernel_shapes.h"
 
 namespace lockstep {
 namespace {
@@ -140,13 +141,6 @@ class CastKernel : public Kernel {
     ParallelFor(n, [&](int64_t i) { y[i] = static_cast<To>(x[i]); });
     return absl::OkStatus();
   }
-};
-
-// Channel-wise broadcast over (N, C, inner...).
-struct ChannelGeometry {
-  explicit ChannelGeometry(const Shape& shape)
-      : outer(shape[0]), channels(shape[1]), inner(NumElements(shape) / (shape[0] * shape[1])) {}
-  int64_t outer, channels, inner;
 };
 
 class BiasAddKernel : public Kernel {

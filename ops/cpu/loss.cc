@@ -4,17 +4,12 @@
 #include <cmath>
 
 #include "graph/kernel.h"
+#include "ops/kernel_shapes.h"
 
 namespace lockstep {
 namespace {
 
 // (N, C) of the node's input 0.
-struct Rows {
-  explicit Rows(const Node& node)
-      : n(node.inputs[0]->shape()[0]), classes(node.inputs[0]->shape()[1]) {}
-  int64_t n, classes;
-};
-
 // A bad label would index outside the row: fail instead.
 absl::Status CheckLabels(const char* op, const int32_t* labels, const Rows& rows) {
   for (int64_t i = 0; i < rows.n; ++i) {

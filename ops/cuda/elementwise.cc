@@ -6,6 +6,7 @@
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/elementwise_kernels.h"
+#include "ops/kernel_shapes.h"
 
 namespace lockstep {
 namespace {
@@ -129,13 +130,6 @@ class CastKernel : public Kernel {
     CUDA_RETURN_IF_ERROR(cuda::LaunchCast(x, y, n, stream));
     return absl::OkStatus();
   }
-};
-
-// (N, C, inner...) as its three extents, for the channel-wise broadcast and sum.
-struct ChannelGeometry {
-  explicit ChannelGeometry(const Shape& shape)
-      : outer(shape[0]), channels(shape[1]), inner(NumElements(shape) / (shape[0] * shape[1])) {}
-  int64_t outer, channels, inner;
 };
 
 class BiasAddKernel : public Kernel {

@@ -8,6 +8,7 @@
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/loss_kernels.h"
+#include "ops/kernel_shapes.h"
 
 namespace lockstep {
 namespace {
@@ -15,12 +16,6 @@ namespace {
 using cuda::StreamOf;
 
 // (N, C) of the node's input 0.
-struct Rows {
-  explicit Rows(const Node& node)
-      : n(node.inputs[0]->shape()[0]), classes(node.inputs[0]->shape()[1]) {}
-  int64_t n, classes;
-};
-
 class SoftmaxCrossEntropyKernel : public Kernel {
  public:
   explicit SoftmaxCrossEntropyKernel(const Node& node) : rows_(node) {}

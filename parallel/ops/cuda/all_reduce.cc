@@ -11,6 +11,7 @@
 #include "parallel/comm_group.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/ops/bucket_span.h"
+#include "parallel/ops/cuda/nccl_kernel.h"
 
 namespace lockstep::parallel {
 namespace {
@@ -56,19 +57,8 @@ class NcclAllReduceKernel : public Kernel {
 
 absl::StatusOr<std::unique_ptr<Kernel>> CreateNcclAllReduce(const Node& node) {
   LS_ASSIGN_OR_RETURN(ReduceOp op, ParseReduceOp(node.attrs.GetString("op")));
-  int device = 0;
-  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  LS_ASSIGN_OR_RETURN(CommGroup * group,
-                      FindGroup(node.attrs.GetString("group"), Device::CUDA(device)));
-  auto* nccl = dynamic_cast<NcclCommunicator*>(group->communicator.get());
-  if (nccl == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the AllReduce kernel on CUDA needs an NCCL communicator, group '",
-                     node.attrs.GetString("group"), "' has ", group->communicator->backend()));
-  }
-  cudaEvent_t done = nullptr;
-  CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  return std::make_unique<NcclAllReduceKernel>(node, nccl, op, done);
+  LS_ASSIGN_OR_RETURN(NcclKernelParts parts, NcclPartsFor(node));
+  return std::make_unique<NcclAllReduceKernel>(node, parts.communicator, op, parts.done);
 }
 
 REGISTER_KERNEL({.op = "AllReduce",

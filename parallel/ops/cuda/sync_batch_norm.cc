@@ -5,8 +5,8 @@
 
 #include "core/cuda_util.h"
 #include "graph/kernel.h"
-#include "parallel/comm_group.h"
 #include "parallel/nccl_communicator.h"
+#include "parallel/ops/cuda/nccl_kernel.h"
 #include "parallel/ops/cuda/sync_batch_norm_kernels.h"
 
 namespace lockstep::parallel {
@@ -102,19 +102,8 @@ class SyncBatchNormGradKernel : public SyncKernel {
 template <typename K>
 KernelFactory SyncFactory() {
   return [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    int device = 0;
-    CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-    LS_ASSIGN_OR_RETURN(CommGroup * group,
-                        FindGroup(node.attrs.GetString("group"), Device::CUDA(device)));
-    auto* nccl = dynamic_cast<NcclCommunicator*>(group->communicator.get());
-    if (nccl == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(node.Describe(), " on CUDA needs an NCCL communicator, the group has ",
-                       group->communicator->backend()));
-    }
-    cudaEvent_t done = nullptr;
-    CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    return std::make_unique<K>(node, nccl, done);
+    LS_ASSIGN_OR_RETURN(NcclKernelParts parts, NcclPartsFor(node));
+    return std::make_unique<K>(node, parts.communicator, parts.done);
   };
 }
 
