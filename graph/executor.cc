@@ -12,15 +12,15 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
                                                            Device device,
                                                            const Executor* share_with) {
   if (share_with != nullptr && share_with->device_ != device) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot share buffers of ",
-                                                   share_with->device_.ToString(), " on ",
-                                                   device.ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot share buffers of ", share_with->device_.ToString(), " on ", device.ToString()));
   }
   std::unique_ptr<Executor> executor(new Executor(std::move(graph), device));
   const MemoryPlanSizes& sizes = executor->graph_->plan();
   executor->regions_.resize(Index(Region::kState) + 1);
   auto allocate = [&](Region region, size_t bytes) {
-    executor->regions_[Index(region)] = Tensor::Zeros({static_cast<int64_t>(bytes)}, DType::kU8, device);
+    executor->regions_[Index(region)] =
+        Tensor::Zeros({static_cast<int64_t>(bytes)}, DType::kU8, device);
   };
   allocate(Region::kInputs, sizes.inputs);
   allocate(Region::kGradients, sizes.gradients);
@@ -170,6 +170,16 @@ absl::Status Executor::WaitAll() {
   absl::Status first;
   for (Step& step : steps_) first.Update(Wait(step));
   return first;
+}
+
+std::vector<Executor::StepWaits> Executor::WaitPlan() const {
+  std::vector<StepWaits> plan;
+  for (const Step& step : steps_) {
+    StepWaits waits{step.node, {}, step.node->kernel->asynchronous()};
+    for (size_t producer : step.waits_for) waits.waits_for.push_back(steps_[producer].node);
+    plan.push_back(std::move(waits));
+  }
+  return plan;
 }
 
 std::vector<Executor::NodeTime> Executor::Profile() const {

@@ -48,8 +48,8 @@ class Executor {
   void ResetProfile();
 
   // Views into the executor's memory (on its device): write inputs, parameters and state before
-  // Run, read outputs (results, gradients, updates) after it. Only for values kept in the plain layout
-  // (data inputs and results always are); the others are refused with the layout named.
+  // Run, read outputs (results, gradients, updates) after it. Only for values kept in the plain
+  // layout (data inputs and results always are); the others are refused with the layout named.
   absl::StatusOr<Tensor> Input(absl::string_view name) const;
   absl::StatusOr<Tensor> Output(absl::string_view name) const;
   // Plain host copies in and out, whatever layout and device the graph keeps the value in:
@@ -63,6 +63,16 @@ class Executor {
   const Tensor& state() const { return regions_[Index(Region::kState)]; }
   const Graph& graph() const { return *graph_; }
   Device device() const { return device_; }
+
+  // The step's ordering, for inspection: each node in execution order with the asynchronous
+  // nodes (collectives in flight) it waits for before it runs. On CUDA such a wait is a stream
+  // waiting on an event, not the host.
+  struct StepWaits {
+    const Node* node;
+    std::vector<const Node*> waits_for;
+    bool asynchronous;  // the node's kernel returns before its work is done
+  };
+  std::vector<StepWaits> WaitPlan() const;
 
  private:
   static constexpr size_t Index(Region region) { return static_cast<size_t>(region); }
@@ -79,9 +89,9 @@ class Executor {
   struct Step {
     Node* node;
     KernelIO io;
-    std::vector<size_t> waits_for;  // asynchronous steps whose outputs this one reads
-    bool pending = false;           // asynchronous and not waited for yet
-    double seconds = 0.0;           // profiled time
+    std::vector<size_t> waits_for;       // asynchronous steps whose outputs this one reads
+    bool pending = false;                // asynchronous and not waited for yet
+    double seconds = 0.0;                // profiled time
     std::unique_ptr<DeviceTimer> timer;  // while profiling
   };
   absl::Status AddProfiledTimes();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <string>
 
 #include "core/allocator.h"
 #include "graph/pass.h"
@@ -26,6 +27,33 @@ std::vector<const Node*> AllReduceNodes(const train::Model& model) {
     if (node->op->name() == "AllReduce") nodes.push_back(node.get());
   }
   return nodes;
+}
+
+// The step's plan: every bucket's AllReduce runs behind the backward (asynchronous), and each
+// optimizer update waits for exactly the buckets holding its gradient, nothing else waits for
+// them, so communication overlaps the rest of the backward. The CUDA executor keeps the same
+// plan with stream-event waits.
+TEST(DataParallelTest, EachUpdateWaitsForItsOwnBucketOnly) {
+  train::Model model = MakeLeNet(DataParallel({.fusion_threshold_mb = 0.05}));
+  ASSERT_TRUE(model.Compile().ok());
+  int updates = 0;
+  for (const Executor::StepWaits& step : model.train_executor()->WaitPlan()) {
+    const std::string& op = step.node->op->name();
+    if (op == "AllReduce") {
+      EXPECT_TRUE(step.asynchronous) << step.node->Describe();
+    }
+    if (op != "Momentum") {
+      EXPECT_TRUE(step.waits_for.empty()) << step.node->Describe();
+      continue;
+    }
+    ++updates;
+    const Value* gradient = step.node->inputs[1];
+    ASSERT_EQ(step.waits_for.size(), 1u) << step.node->Describe();
+    EXPECT_EQ(step.waits_for[0], gradient->producer) << step.node->Describe();
+    EXPECT_EQ(step.waits_for[0]->op->name(), "AllReduce");
+  }
+  EXPECT_EQ(updates, static_cast<int>(
+                         model.train_executor()->graph().InputNodes(InputRole::kParameter).size()));
 }
 
 TEST(DataParallelTest, EveryGradientIsReducedOnceInContiguousBuckets) {
