@@ -51,6 +51,8 @@ const char* OutputKindName(OutputKind kind) {
   return "?";
 }
 
+std::string GradientName(absl::string_view input) { return absl::StrCat("grad/", input); }
+
 std::string Value::Label() const { return absl::StrCat("%", id); }
 
 Node::Node() = default;
@@ -132,9 +134,20 @@ void Graph::AddOutput(std::string name, Value* value, OutputKind kind) {
   outputs_.push_back({std::move(name), value, kind});
 }
 
+void Graph::AddGradientOutput(const Node* parameter, Value* gradient) {
+  outputs_.push_back({GradientName(parameter->name), gradient, OutputKind::kGradient, parameter});
+}
+
 const GraphOutput* Graph::FindOutput(absl::string_view name) const {
   for (const GraphOutput& output : outputs_) {
     if (output.name == name) return &output;
+  }
+  return nullptr;
+}
+
+const GraphOutput* Graph::FindGradientOutput(const Node* parameter) const {
+  for (const GraphOutput& output : outputs_) {
+    if (output.kind == OutputKind::kGradient && output.parameter == parameter) return &output;
   }
   return nullptr;
 }

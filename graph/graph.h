@@ -72,7 +72,13 @@ struct GraphOutput {
   std::string name;
   Value* value = nullptr;
   OutputKind kind = OutputKind::kResult;
+  // For kGradient: the parameter Input node the gradient belongs to. Passes follow this link;
+  // the name is only for users and files.
+  const Node* parameter = nullptr;
 };
+
+// Name of the graph output holding an input's gradient: "grad/<input>".
+std::string GradientName(absl::string_view input);
 
 // Bytes of each region, filled in by MemoryPlan.
 struct MemoryPlanSizes {
@@ -102,9 +108,13 @@ class Graph {
   size_t PositionOf(const Node* node) const;
 
   void AddOutput(std::string name, Value* value, OutputKind kind);
+  // Adds the kGradient output GradientName(parameter) linked to the parameter node.
+  void AddGradientOutput(const Node* parameter, Value* gradient);
   std::vector<GraphOutput>& outputs() { return outputs_; }
   const std::vector<GraphOutput>& outputs() const { return outputs_; }
   const GraphOutput* FindOutput(absl::string_view name) const;
+  // The kGradient output linked to `parameter`, or null.
+  const GraphOutput* FindGradientOutput(const Node* parameter) const;
 
   std::vector<Node*> InputNodes(InputRole role) const;
   Node* FindInput(absl::string_view name) const;
@@ -132,7 +142,8 @@ class Graph {
 // The value whose memory `value` shares by way of in-place outputs (itself when none).
 Value* InPlaceRoot(Value* value);
 
-// Checks SSA order, arity, attribute declarations and in-place rules; names the node at fault.
+// Checks SSA order, arity, attribute declarations, in-place rules and that each gradient output
+// is linked to its own parameter of the same type; names the node or output at fault.
 absl::Status VerifyGraph(const Graph& graph);
 // One line per node: "%5 = Conv2D(%1, %2) {groups=1, ...} : f32[8, 64, 56, 56] nChw16c @arena+0".
 std::string DumpGraph(const Graph& graph);

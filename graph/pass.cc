@@ -22,8 +22,6 @@ absl::Status WriteDump(const std::string& dir, int index, absl::string_view pass
 
 }  // namespace
 
-std::string GradientName(absl::string_view input) { return absl::StrCat("grad/", input); }
-
 absl::Status PassManager::Run(Graph& graph, PassContext& ctx) const {
   if (ctx.dump_dir.empty()) {
     const char* env = std::getenv("LOCKSTEP_DUMP_GRAPH");

@@ -52,7 +52,4 @@ class PassManager {
   std::vector<std::unique_ptr<Pass>> passes_;
 };
 
-// Gradient name for an input: "grad/<input>".
-std::string GradientName(absl::string_view input);
-
 }  // namespace lockstep

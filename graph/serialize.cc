@@ -83,6 +83,7 @@ proto::GraphDef ToProto(const Graph& graph) {
     def->set_name(output.name);
     def->set_value(output.value->id);
     def->set_kind(std::string(OutputKindName(output.kind)));
+    if (output.parameter != nullptr) def->set_parameter(output.parameter->output()->id);
   }
   PlanToProto(graph.plan(), out.mutable_plan());
   out.set_fingerprint(Fingerprint(out));

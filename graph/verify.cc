@@ -69,6 +69,33 @@ absl::Status VerifyInPlace(const Graph& graph, const Node& node, size_t position
   return absl::OkStatus();
 }
 
+// Each gradient output links to its own parameter input of the same type: the memory plan puts
+// it in that parameter's slot of the gradient buffer, and the optimizer updates that parameter.
+absl::Status VerifyGradientLinks(const Graph& graph) {
+  const std::vector<Node*> inputs = graph.InputNodes(InputRole::kParameter);
+  const std::set<const Node*> parameters(inputs.begin(), inputs.end());
+  std::set<const Node*> linked;
+  for (const GraphOutput& output : graph.outputs()) {
+    if (output.kind != OutputKind::kGradient) continue;
+    if (parameters.count(output.parameter) == 0) {
+      return absl::InternalError(absl::StrCat("gradient output ", output.name,
+                                              " is not linked to a parameter input of the graph"));
+    }
+    const Value& parameter = *output.parameter->output();
+    if (output.value->type != parameter.type) {
+      return absl::InternalError(absl::StrCat(
+          "gradient output ", output.name, " is ", TypeToString(output.value->type), ", its ",
+          output.parameter->Describe(), " is ", TypeToString(parameter.type)));
+    }
+    if (!linked.insert(output.parameter).second) {
+      return absl::InternalError(absl::StrCat("gradient output ", output.name,
+                                              " is a second gradient of ",
+                                              output.parameter->Describe()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status VerifyGraph(const Graph& graph) {
@@ -91,7 +118,7 @@ absl::Status VerifyGraph(const Graph& graph) {
           absl::StrCat("graph output ", output.name, " refers to a value not in the graph"));
     }
   }
-  return absl::OkStatus();
+  return VerifyGradientLinks(graph);
 }
 
 }  // namespace lockstep

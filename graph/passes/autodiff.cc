@@ -157,9 +157,11 @@ class AutodiffPass : public Pass {
       }
       LS_RETURN_IF_ERROR(b.status());
       claimed[grad] = true;
-      bool parameter = node->role() == InputRole::kParameter;
-      graph.AddOutput(GradientName(node->name), grad,
-                      parameter ? OutputKind::kGradient : OutputKind::kResult);
+      if (node->role() == InputRole::kParameter) {
+        graph.AddGradientOutput(node, grad);
+      } else {
+        graph.AddOutput(GradientName(node->name), grad, OutputKind::kResult);
+      }
     }
     return absl::OkStatus();
   }

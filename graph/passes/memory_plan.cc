@@ -57,14 +57,14 @@ class MemoryPlanPass : public Pass {
     for (const GraphOutput& output : graph.outputs()) {
       if (output.kind != OutputKind::kGradient) continue;
       sizes->gradients = sizes->parameters;
-      Node* parameter = graph.FindInput(output.name.substr(GradientName("").size()));
       // The memory is that of the value the in-place chain (e.g. an AllReduce) started from.
       Value* storage = InPlaceRoot(output.value);
-      if (parameter == nullptr || storage->producer->IsInput()) {
-        return absl::InternalError(
-            absl::StrCat("gradient output ", output.name, " does not belong to a parameter"));
+      if (storage->producer->IsInput()) {
+        return absl::InternalError(absl::StrCat("gradient output ", output.name,
+                                                " has no memory of its own: it is graph input ",
+                                                storage->producer->name));
       }
-      storage->alloc = {Region::kGradients, parameter->output()->alloc.offset};
+      storage->alloc = {Region::kGradients, output.parameter->output()->alloc.offset};
     }
     return absl::OkStatus();
   }

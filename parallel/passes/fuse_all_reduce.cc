@@ -52,7 +52,7 @@ class FuseAllReducePass : public Pass {
     std::vector<Member> members;
     std::vector<Node*> parameters = graph.InputNodes(InputRole::kParameter);
     for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
-      const GraphOutput* gradient = graph.FindOutput(GradientName((*it)->name));
+      const GraphOutput* gradient = graph.FindGradientOutput(*it);
       if (gradient == nullptr) continue;
       auto found = all_reduce_of.find(gradient->value);
       if (found == all_reduce_of.end()) continue;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "graph/builder.h"
 #include "graph/compile.h"
 #include "tests/testing/grad_check.h"
 
@@ -86,6 +87,57 @@ TEST(AutodiffTest, SmallConvNetMatchesFiniteDifferencesOfItsLoss) {
     return std::vector<Value*>{b.Op("SoftmaxCrossEntropy", {logits, in[9]})[0]};
   };
   ExpectGradientsMatch(inputs, net, {.step = 3e-4, .tolerance = 1e-2});
+}
+
+// Every parameter's gradient output stays linked to that parameter node through the compile
+// pipeline, and the memory plan puts it at the parameter's offset of the gradient buffer.
+TEST(AutodiffTest, GradientOutputsLinkToTheirParameters) {
+  auto graph = std::make_unique<Graph>();
+  Builder b(graph.get());
+  Value* h = b.Op1("MatMul", {b.Input("x", {2, 4}), b.Parameter("w", {4, 3})});
+  Value* logits = b.Op1("BiasAdd", {b.Op1("Relu", {h}), b.Parameter("b", {3})});
+  graph->AddOutput("loss", b.Op("SoftmaxCrossEntropy", {logits, b.Input("l", {2}, DType::kI32)})[0],
+                   OutputKind::kResult);
+  ASSERT_TRUE(b.status().ok()) << b.status();
+  auto executor = Compile(std::move(graph), {.autodiff = AutodiffOptions{.wrt = {"w", "b", "x"}}});
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  const Graph& compiled = (*executor)->graph();
+  for (const Node* parameter : compiled.InputNodes(InputRole::kParameter)) {
+    const GraphOutput* gradient = compiled.FindGradientOutput(parameter);
+    ASSERT_NE(gradient, nullptr) << parameter->name;
+    EXPECT_EQ(gradient->name, GradientName(parameter->name));
+    const Allocation storage = InPlaceRoot(gradient->value)->alloc;
+    EXPECT_EQ(storage.region, Region::kGradients) << parameter->name;
+    EXPECT_EQ(storage.offset, parameter->output()->alloc.offset) << parameter->name;
+  }
+  // A data input's gradient is a plain result, linked to nothing.
+  const GraphOutput* x = compiled.FindOutput("grad/x");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->kind, OutputKind::kResult);
+  EXPECT_EQ(x->parameter, nullptr);
+}
+
+TEST(AutodiffTest, VerifierRejectsGradientOutputsWithoutTheirParameter) {
+  Graph graph;
+  Builder b(&graph);
+  Value* w = b.Parameter("w", {3});
+  Value* v = b.Parameter("v", {2});
+  Value* x = b.Input("x", {3});
+  graph.AddOutput(GradientName("w"), b.Op1("Relu", {w}), OutputKind::kGradient);
+  ASSERT_TRUE(b.status().ok()) << b.status();
+  auto expect_error = [&graph](const std::string& message) {
+    absl::Status status = VerifyGraph(graph);
+    EXPECT_NE(status.message().find(message), std::string::npos) << status;
+  };
+  expect_error("gradient output grad/w is not linked to a parameter input of the graph");
+  graph.outputs()[0].parameter = x->producer;
+  expect_error("gradient output grad/w is not linked to a parameter input of the graph");
+  graph.outputs()[0].parameter = v->producer;
+  expect_error("gradient output grad/w is f32[3], its Input node 'v' (#1) is f32[2]");
+  graph.outputs()[0].parameter = w->producer;
+  EXPECT_TRUE(VerifyGraph(graph).ok()) << VerifyGraph(graph);
+  graph.AddGradientOutput(w->producer, b.Op1("Relu", {w}));
+  expect_error("gradient output grad/w is a second gradient of Input node 'w' (#0)");
 }
 
 }  // namespace

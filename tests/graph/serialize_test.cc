@@ -41,5 +41,23 @@ TEST(SerializeTest, FingerprintIsStableAndSensitive) {
   EXPECT_NE(a, c);
 }
 
+TEST(SerializeTest, GradientOutputsNameTheirParameterValue) {
+  auto graph = std::make_unique<Graph>();
+  Builder b(graph.get());
+  Value* logits = b.Op1("MatMul", {b.Input("x", {2, 4}), b.Parameter("w", {4, 3})});
+  graph->AddOutput("loss", b.Op("SoftmaxCrossEntropy", {logits, b.Input("l", {2}, DType::kI32)})[0],
+                   OutputKind::kResult);
+  auto executor = Compile(std::move(graph), {.autodiff = AutodiffOptions{}});
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  const Graph& compiled = (*executor)->graph();
+  proto::GraphDef def = ToProto(compiled);
+  ASSERT_EQ(def.outputs_size(), 2);
+  EXPECT_FALSE(def.outputs(0).has_parameter());
+  EXPECT_EQ(def.outputs(1).name(), "grad/w");
+  EXPECT_EQ(def.outputs(1).kind(), "gradient");
+  ASSERT_TRUE(def.outputs(1).has_parameter());
+  EXPECT_EQ(def.outputs(1).parameter(), compiled.FindInput("w")->output()->id);
+}
+
 }  // namespace
 }  // namespace lockstep

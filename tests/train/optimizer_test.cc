@@ -6,6 +6,7 @@
 
 #include "graph/builder.h"
 #include "graph/compile.h"
+#include "train/passes/accumulate_gradients.h"
 #include "train/passes/apply_optimizer.h"
 
 namespace lockstep::train {
@@ -38,8 +39,8 @@ TEST(LrScheduleTest, WarmupRisesLinearlyThenHandsOver) {
   EXPECT_NEAR(warmup(14), 0.04, 1e-12);
 }
 
-// loss = SoftmaxCrossEntropy(x w) with a (3, 2) parameter w, compiled with the optimizer pass.
-std::unique_ptr<Executor> CompileLinear(const ApplyOptimizerOptions& options, double loss_scale) {
+// loss = SoftmaxCrossEntropy(x w) with a (3, 2) parameter w.
+std::unique_ptr<Graph> LinearLoss() {
   auto graph = std::make_unique<Graph>();
   Builder b(graph.get());
   Value* logits = b.Op1("MatMul", {b.Input("x", {4, 3}), b.Parameter("w", {3, 2})});
@@ -47,9 +48,14 @@ std::unique_ptr<Executor> CompileLinear(const ApplyOptimizerOptions& options, do
                    b.Op("SoftmaxCrossEntropy", {logits, b.Input("labels", {4}, DType::kI32)})[0],
                    OutputKind::kResult);
   EXPECT_TRUE(b.status().ok()) << b.status();
+  return graph;
+}
+
+// LinearLoss compiled with the optimizer pass.
+std::unique_ptr<Executor> CompileLinear(const ApplyOptimizerOptions& options, double loss_scale) {
   CompileOptions compile{.autodiff = AutodiffOptions{.loss = "loss", .loss_scale = loss_scale}};
   compile.after_autodiff.push_back([options] { return CreateApplyOptimizerPass(options); });
-  auto executor = Compile(std::move(graph), compile);
+  auto executor = Compile(LinearLoss(), compile);
   EXPECT_TRUE(executor.ok()) << executor.status();
   return executor.ok() ? std::move(*executor) : nullptr;
 }
@@ -87,6 +93,31 @@ TEST(ApplyOptimizerTest, UpdatesParametersAndMomentsInPlace) {
       EXPECT_NEAR(w[i], expected_w[i], 1e-6) << "lr " << lr << ", w " << i;
     }
   }
+}
+
+// The gradient output stays linked to its parameter through accumulation and the optimizer,
+// whose update of the parameter reads that gradient.
+TEST(ApplyOptimizerTest, GradientLinkSurvivesAccumulationAndTheUpdate) {
+  CompileOptions compile{.autodiff = AutodiffOptions{}};
+  compile.after_autodiff.push_back([] { return CreateAccumulateGradientsPass(MicroBatch::kLast); });
+  compile.after_autodiff.push_back(
+      [] { return CreateApplyOptimizerPass({.accumulation_steps = 2}); });
+  auto executor = Compile(LinearLoss(), compile);
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  const Graph& graph = (*executor)->graph();
+  const Node* w = graph.FindInput("w");
+  const GraphOutput* gradient = graph.FindGradientOutput(w);
+  ASSERT_NE(gradient, nullptr);
+  EXPECT_EQ(gradient->name, "grad/w");
+  EXPECT_EQ(gradient->value->producer->op->name(), "Add");  // grad + accum.w
+  int updates = 0;
+  for (const auto& node : graph.nodes()) {
+    if (node->op->name() != "Momentum") continue;
+    ++updates;
+    EXPECT_EQ(node->inputs[0], w->output());
+    EXPECT_EQ(node->inputs[1], gradient->value);
+  }
+  EXPECT_EQ(updates, 1);
 }
 
 TEST(ApplyOptimizerTest, NeedsGradients) {

@@ -15,15 +15,14 @@ class AccumulateGradientsPass : public Pass {
   absl::Status Run(Graph& graph, PassContext&) override {
     Builder b(&graph);
     Value* beta = role_ == MicroBatch::kAccumulate ? b.Input(kAccumulateBetaInput, {}) : nullptr;
-    const size_t prefix = GradientName("").size();
     std::vector<GraphOutput> accumulated;
     bool any = false;
     for (GraphOutput& output : graph.outputs()) {
       if (output.kind != OutputKind::kGradient) continue;
       any = true;
-      const std::string name = AccumulatorName(output.name.substr(prefix));
+      const std::string name = AccumulatorName(output.parameter->name);
       Value* accum = b.State(name, output.value->shape());
-      b.SetNamePrefix(absl::StrCat("accumulate/", output.name.substr(prefix), "/"));
+      b.SetNamePrefix(absl::StrCat("accumulate/", output.parameter->name, "/"));
       if (role_ == MicroBatch::kLast) {
         output.value = b.Op1("Add", {output.value, accum});
       } else {

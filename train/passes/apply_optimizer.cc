@@ -29,18 +29,12 @@ class ApplyOptimizerPass : public Pass {
         {"nesterov", options_.nesterov},
         {"loss_scale", ctx.autodiff.loss_scale *
                            static_cast<double>(options_.accumulation_steps * options_.replicas)}};
-    const size_t prefix = GradientName("").size();
     for (const GraphOutput& gradient : gradients) {
-      const std::string parameter = gradient.name.substr(prefix);
-      Node* param = graph.FindInput(parameter);
-      if (param == nullptr) {
-        return absl::InternalError(
-            absl::StrCat("gradient output ", gradient.name, " names no graph input"));
-      }
-      Value* moment = b.State(MomentName(parameter), param->output()->shape());
+      Value* param = gradient.parameter->output();
+      const std::string& parameter = gradient.parameter->name;
+      Value* moment = b.State(MomentName(parameter), param->shape());
       b.SetNamePrefix(absl::StrCat("optimizer/", parameter, "/"));
-      std::vector<Value*> updated =
-          b.Op("Momentum", {param->output(), gradient.value, moment, lr}, attrs);
+      std::vector<Value*> updated = b.Op("Momentum", {param, gradient.value, moment, lr}, attrs);
       LS_RETURN_IF_ERROR(b.status());
       graph.AddOutput(absl::StrCat("update/", parameter), updated[0], OutputKind::kUpdate);
       graph.AddOutput(absl::StrCat("update/", MomentName(parameter)), updated[1],

@@ -23,8 +23,8 @@ struct ApplyOptimizerOptions {
   std::string lr_input = "lr";
 };
 
-// Runs after Autodiff (and the data-parallel passes): for every parameter gradient output
-// "grad/<p>" it adds a state input "moments.<p>" and a Momentum node (p, grad, moment, lr)
+// Runs after Autodiff (and the data-parallel passes): for every gradient output, linked to its
+// parameter p, it adds a state input "moments.<p>" and a Momentum node (p, grad, moment, lr)
 // updating p and its moment in place, whose outputs become the graph outputs "update/<p>" and
 // "update/moments.<p>" of kind kUpdate. The loss scale is the autodiff seed's
 // (PassContext::autodiff.loss_scale): Momentum divides it out.
