@@ -20,6 +20,7 @@
 #include "core/logging.h"
 #include "core/threads.h"
 #include "dataset/image_folder.h"
+#include "parallel/agree.h"
 #include "parallel/context.h"
 #include "train/checkpoint_callback.h"
 #include "train/dataset_source.h"
@@ -213,12 +214,29 @@ Callbacks MakeCallbacks(const Flags& f, const Data& data,
   return callbacks;
 }
 
+// What each rank checks on its own before the first collective: the flags, the data folders
+// and the model's name.
+struct Job {
+  ModelOptions options;
+  Data data;
+  LayerPtr net;
+};
+
+absl::StatusOr<Job> PrepareJob(const Flags& f, const parallel::Context& ctx) {
+  Job job;
+  LS_ASSIGN_OR_RETURN(job.options, MakeModelOptions(f, ctx));
+  LS_ASSIGN_OR_RETURN(job.data, OpenData(f, ctx, job.options.batch_size));
+  LS_ASSIGN_OR_RETURN(job.net, models::ModelByName(f.model, job.data.classes));
+  return job;
+}
+
 absl::Status Run(Flags f, const parallel::Context& ctx) {
   if (f.threads <= 0) f.threads = DefaultThreads(ctx.local_size());
   if (f.workers <= 0) f.workers = f.threads;
-  LS_ASSIGN_OR_RETURN(ModelOptions options, MakeModelOptions(f, ctx));
-  LS_ASSIGN_OR_RETURN(Data data, OpenData(f, ctx, options.batch_size));
-  LS_ASSIGN_OR_RETURN(LayerPtr net, models::ModelByName(f.model, data.classes));
+  absl::StatusOr<Job> job = PrepareJob(f, ctx);
+  // A set-up error is printed once for all ranks, not once by each.
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(job.status(), *ctx.HostWorld()));
+  auto& [options, data, net] = *job;
   const int64_t steps_per_epoch =
       data.train->dataset().BatchesPerEpoch() / std::max<int64_t>(1, f.grad_accum);
   Model model(net, SoftmaxCrossEntropy(),

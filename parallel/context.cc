@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <iostream>
 
 #include "core/logging.h"
+#include "parallel/agree.h"
 #include "parallel/mpi_communicator.h"
 #ifdef LOCKSTEP_WITH_CUDA
 #include "core/cuda_util.h"
@@ -172,6 +174,13 @@ Context& CurrentContext() {
 }
 
 void Abort(const absl::Status& status) {
+  if (IsAgreedError(status)) {
+    // Every rank holds it and ends alike: rank 0 speaks for all, and MPI is finalized at exit
+    // rather than aborted, so Open MPI adds no messages of its own.
+    if (CurrentContext().rank() == 0)
+      std::cerr << "lockstep: error: " << status.message() << std::endl;
+    std::exit(1);
+  }
   LS_LOG(Error) << status.message();
   int initialized = 0;
   int finalized = 0;

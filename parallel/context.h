@@ -56,6 +56,8 @@ Context& CurrentContext();
 
 // Ends the whole job after an unrecoverable error: prints "lockstep: [rank R] error: <message>"
 // to stderr and, under MPI, calls MPI_Abort so that no rank is left waiting in a collective.
+// An error every rank agreed on (parallel/agree.h) is printed once, by rank 0, and each rank
+// exits with status 1.
 [[noreturn]] void Abort(const absl::Status& status);
 
 }  // namespace lockstep::parallel
