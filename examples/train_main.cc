@@ -26,6 +26,7 @@
 #include "train/dataset_source.h"
 #include "train/model.h"
 #include "train/models.h"
+#include "train/progress_bar.h"
 
 namespace lockstep::train {
 namespace {
@@ -52,6 +53,7 @@ struct Flags {
   std::string resume;
   double loss_scale = 1.0;
   int64_t log_every = 20;
+  std::string progress = "auto";
   bool sync_bn = false;
   int64_t grad_accum = 1;
   double fusion_mb = 25.0;
@@ -90,6 +92,10 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--resume", f.resume, "continue from the newest complete step in this directory");
   app.add_option("--loss-scale", f.loss_scale, "fixed loss scale")->capture_default_str();
   app.add_option("--log-every", f.log_every, "loss line every N steps (0: off)")
+      ->capture_default_str();
+  app.add_option("--progress", f.progress,
+                 "auto (a bar on a terminal, loss lines otherwise), bar or lines")
+      ->check(CLI::IsMember({"auto", "bar", "lines"}))
       ->capture_default_str();
   app.add_flag("--sync-bn", f.sync_bn, "batch statistics over all ranks");
   app.add_option("--device", f.device, "auto (CUDA when every rank has a GPU of its own), cpu or cuda")
@@ -196,11 +202,23 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
   return options;
 }
 
-Callbacks MakeCallbacks(const Flags& f, const Data& data,
-                        const std::shared_ptr<parallel::Communicator>& world) {
+// Rank 0 shows a progress bar to a person at a terminal and prints loss lines to logs.
+std::shared_ptr<Callback> MakeProgress(const Flags& f, const parallel::Context& ctx,
+                                       int64_t steps_per_epoch) {
+  const bool bar = f.progress == "bar" ||
+                   (f.progress == "auto" && OutputReachesTerminal(ctx.launched_by_mpi()));
+  if (bar) return std::make_shared<ProgressBar>(f.epochs, steps_per_epoch, ctx.size());
+  return f.log_every > 0 ? std::make_shared<LossMonitor>(f.log_every) : nullptr;
+}
+
+Callbacks MakeCallbacks(const Flags& f, const Data& data, const parallel::Context& ctx,
+                        int64_t steps_per_epoch) {
+  const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
   Callbacks callbacks;
-  if (world->rank() == 0 && f.log_every > 0) {
-    callbacks.push_back(std::make_shared<LossMonitor>(f.log_every));
+  if (ctx.rank() == 0) {
+    if (std::shared_ptr<Callback> progress = MakeProgress(f, ctx, steps_per_epoch)) {
+      callbacks.push_back(std::move(progress));
+    }
   }
   if (!f.ckpt_dir.empty()) {
     callbacks.push_back(std::make_shared<ModelCheckpoint>(
@@ -267,7 +285,7 @@ absl::Status Run(Flags f, const parallel::Context& ctx) {
               << std::flush;
   }
   return model.Train(std::max<int64_t>(0, f.epochs - model.epochs_done()), *data.train,
-                     MakeCallbacks(f, data, world));
+                     MakeCallbacks(f, data, ctx, steps_per_epoch));
 }
 
 }  // namespace

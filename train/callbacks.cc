@@ -6,12 +6,15 @@
 
 namespace lockstep::train {
 
+absl::Status CheckLossIsFinite(const StepInfo& step) {
+  if (std::isfinite(step.loss)) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrFormat("epoch: %d step: %d, loss is %f: invalid loss, training stopped", step.epoch,
+                      step.step, step.loss));
+}
+
 absl::Status LossMonitor::OnStepEnd(Model&, const StepInfo& step) {
-  if (!std::isfinite(step.loss)) {
-    return absl::InternalError(
-        absl::StrFormat("epoch: %d step: %d, loss is %f: invalid loss, training stopped",
-                        step.epoch, step.step, step.loss));
-  }
+  LS_RETURN_IF_ERROR(CheckLossIsFinite(step));
   images_ += step.batch_size;
   seconds_ += step.seconds;
   if (per_print_steps_ > 0 && step.step % per_print_steps_ == 0) {

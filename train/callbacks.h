@@ -44,6 +44,9 @@ class Callback {
 };
 using Callbacks = std::vector<std::shared_ptr<Callback>>;
 
+// A NaN or infinite loss: an error naming the epoch and step, which stops training.
+absl::Status CheckLossIsFinite(const StepInfo& step);
+
 // Every `per_print_steps` steps: "epoch: 1 step: 20, loss is 2.3102, 412.5 images/s", the rate
 // over the steps since the last line. A NaN or infinite loss stops training with an error.
 class LossMonitor : public Callback {

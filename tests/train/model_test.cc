@@ -11,8 +11,10 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_format.h"
 #include "tests/train/shapes_data.h"
 #include "train/models.h"
+#include "train/progress_bar.h"
 
 namespace lockstep::train {
 namespace {
@@ -142,6 +144,36 @@ TEST(ModelTest, LossMonitorStopsOnAnInvalidLoss) {
   absl::Status status = model.Train(1, nan, {std::make_shared<LossMonitor>(1, &out)});
   EXPECT_FALSE(status.ok());
   EXPECT_EQ(status.message().find("epoch: 1 step: 1, loss is "), 0u) << status;
+  EXPECT_NE(status.message().find("invalid loss, training stopped"), std::string::npos) << status;
+}
+
+// On a terminal: one line per epoch, redrawn in place ('\r', then clear to the line's end),
+// ended by a newline once the epoch is done; the last drawing shows the full bar.
+TEST(ModelTest, ProgressBarRedrawsOneLinePerEpoch) {
+  Model model = SmallLeNet();
+  auto data = Shapes(16, {.batch_size = 4, .drop_remainder = true});
+  std::ostringstream out;
+  ASSERT_TRUE(model.Train(2, *data, {std::make_shared<ProgressBar>(2, 4, 3, &out)}).ok());
+  const std::regex done(
+      "epoch [12]/2 \\[={24}\\] 4/4 loss [0-9]+\\.[0-9]{4}, [0-9]+\\.[0-9] images/s, ETA "
+      "0:00\x1b\\[K");
+  std::istringstream lines(out.str());
+  int epochs = 0;
+  for (std::string line; std::getline(lines, line); ++epochs) {
+    ASSERT_EQ(line.front(), '\r') << line;
+    const std::string last = line.substr(line.rfind('\r') + 1);
+    EXPECT_TRUE(std::regex_match(last, done)) << last;
+    EXPECT_EQ(last.find(absl::StrFormat("epoch %d/2", epochs + 1)), 0u) << last;
+  }
+  EXPECT_EQ(epochs, 2);
+  EXPECT_EQ(out.str().back(), '\n');
+}
+
+TEST(ModelTest, ProgressBarStopsOnAnInvalidLoss) {
+  Model model = SmallLeNet();
+  NanSource nan;
+  std::ostringstream out;
+  absl::Status status = model.Train(1, nan, {std::make_shared<ProgressBar>(1, 4, 1, &out)});
   EXPECT_NE(status.message().find("invalid loss, training stopped"), std::string::npos) << status;
 }
 
