@@ -1,6 +1,7 @@
 #include "dataset/image_folder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <utility>
 
@@ -8,6 +9,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "dataset/file_io.h"
+#include "dataset/sample_random.h"
+#include "dataset/sharding.h"
 #include "dataset/transforms.h"
 
 namespace lockstep::dataset {
@@ -102,10 +105,37 @@ absl::StatusOr<std::vector<std::string>> ListFiles(const fs::path& dir,
   return files;
 }
 
+// The files of one class on the side of the split `hold_out` asks for.
+absl::StatusOr<std::vector<std::string>> SideOfHoldOut(std::vector<std::string> files,
+                                                       const HoldOut& hold_out, int32_t label,
+                                                       const fs::path& dir) {
+  if (hold_out.fraction == 0.0) return files;
+  if (files.size() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("class folder '", dir.string(), "' has ", files.size(),
+                     " image file(s): holding out a share for validation needs at least 2"));
+  }
+  std::sort(files.begin(), files.end());
+  const int64_t n = static_cast<int64_t>(files.size());
+  const int64_t held = std::clamp<int64_t>(std::llround(hold_out.fraction * n), 1, n - 1);
+  SampleRandom random(hold_out.seed, StreamId(StreamPurpose::kHoldOut, label, 0), 0);
+  const std::vector<int64_t> order = Permutation(n, &random);
+  std::vector<std::string> side;
+  for (int64_t i = 0; i < n; ++i) {
+    if ((i < held) == hold_out.read_held_out) side.push_back(files[order[i]]);
+  }
+  return side;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<ImageFolderSource>> ImageFolderSource::Open(
     const std::string& root, const ImageFolderOptions& options) {
+  if (!(options.hold_out.fraction >= 0.0 && options.hold_out.fraction < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the share of ", root, " held out for validation must be in [0, 1), got ",
+                     options.hold_out.fraction));
+  }
   LS_RETURN_IF_ERROR(CheckRoot(root));
   LS_ASSIGN_OR_RETURN(std::vector<ClassDir> classes, ListClasses(root, options));
   std::vector<std::string> extensions;
@@ -122,6 +152,8 @@ absl::StatusOr<std::shared_ptr<ImageFolderSource>> ImageFolderSource::Open(
                                                      "' has no image files (",
                                                      absl::StrJoin(options.extensions, " "), ")"));
     }
+    LS_ASSIGN_OR_RETURN(files,
+                        SideOfHoldOut(std::move(files), options.hold_out, class_dir.label, dir));
     for (std::string& file : files) samples.emplace_back(std::move(file), class_dir.label);
     size_t label = static_cast<size_t>(class_dir.label);
     if (source->class_names_.size() <= label) source->class_names_.resize(label + 1);

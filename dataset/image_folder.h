@@ -16,6 +16,15 @@
 
 namespace lockstep::dataset {
 
+// A fixed share of every class held out for validation, for a tree with train/ and no val/:
+// round(fraction x files) of each class (at least one, never all), chosen by a seeded shuffle of
+// the class's sorted file names, so every rank and every run holds out the same files.
+struct HoldOut {
+  double fraction = 0.0;       // 0: no split
+  bool read_held_out = false;  // the held-out files instead of the others
+  uint64_t seed = 0;
+};
+
 struct ImageFolderOptions {
   bool shuffle = true;
   int num_shards = 1;
@@ -34,6 +43,7 @@ struct ImageFolderOptions {
   // Neither pad nor drop: the shards together read every sample once (ShardOptions).
   bool uneven_tail = false;
   uint64_t seed = 0;
+  HoldOut hold_out;
 };
 
 // The sorted file list and labels of an ImageFolder tree; Load reads a file's bytes.

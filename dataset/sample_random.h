@@ -11,12 +11,14 @@
 namespace lockstep::dataset {
 
 // What a Philox stream is used for; part of the stream id so that purposes never share numbers.
-// kSampleImage (the sample data set generator) puts the class where the epoch goes.
+// kSampleImage (the sample data set generator) and kHoldOut (ImageFolder's held-out share) put
+// the class where the epoch goes.
 enum class StreamPurpose : uint64_t {
   kPermutation = 1,
   kShuffleBuffer = 2,
   kSample = 3,
   kSampleImage = 4,
+  kHoldOut = 5,
 };
 
 // Stream id: purpose in bits 60..63, epoch in bits 40..59, index (sample position) in bits 0..39.

@@ -32,13 +32,17 @@ int64_t ShardSize(int64_t n, const ShardOptions& options) {
   return options.num_samples > 0 ? std::min(size, options.num_samples) : size;
 }
 
-std::vector<int64_t> EpochPermutation(int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
+std::vector<int64_t> Permutation(int64_t n, SampleRandom* random) {
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  if (!shuffle) return order;
-  SampleRandom random(seed, StreamId(StreamPurpose::kPermutation, epoch, 0), 0);
-  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[random.UniformInt(i + 1)]);
+  if (random == nullptr) return order;
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[random->UniformInt(i + 1)]);
   return order;
+}
+
+std::vector<int64_t> EpochPermutation(int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
+  SampleRandom random(seed, StreamId(StreamPurpose::kPermutation, epoch, 0), 0);
+  return Permutation(n, shuffle ? &random : nullptr);
 }
 
 std::vector<ShardSlot> ShardEpoch(int64_t n, const ShardOptions& options, int64_t epoch) {

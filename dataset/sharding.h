@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "dataset/sample_random.h"
 
 namespace lockstep::dataset {
 
@@ -50,6 +51,9 @@ struct ShardSlot {
 
 // Samples of this shard per epoch for a source of n samples (num_samples applied).
 int64_t ShardSize(int64_t n, const ShardOptions& options);
+
+// 0..n-1 in the order of a Fisher-Yates shuffle drawing from `random`, or in order without one.
+std::vector<int64_t> Permutation(int64_t n, SampleRandom* random);
 
 // The epoch's order of all n samples: a seeded Fisher-Yates shuffle, or 0..n-1 without shuffle.
 std::vector<int64_t> EpochPermutation(int64_t n, bool shuffle, uint64_t seed, int64_t epoch);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "dataset/encode.h"
 #include "dataset/transforms.h"
@@ -55,6 +56,51 @@ TEST(DatasetImageFolderTest, ClassesAreSortedFoldersAndSamplesSortedPaths) {
   EXPECT_EQ((*source)->label(0), 0);
   EXPECT_EQ((*source)->label(2), 1);
   EXPECT_EQ((*source)->label(3), 2);
+}
+
+// The files of a source, by path.
+std::set<std::string> Paths(const ImageFolderSource& source) {
+  std::set<std::string> paths;
+  for (int64_t i = 0; i < source.size(); ++i) paths.insert(source.Describe(i));
+  return paths;
+}
+
+TEST(DatasetImageFolderTest, HoldOutSplitsEveryClassTheSameWayEachTime) {
+  TempDir dir;
+  MakeImageFolder(dir.path(), 3, 10, 8);
+  auto side = [&](double fraction, bool held_out, uint64_t seed) {
+    absl::StatusOr<std::shared_ptr<ImageFolderSource>> source = ImageFolderSource::Open(
+        dir.path(), {.hold_out = {.fraction = fraction, .read_held_out = held_out, .seed = seed}});
+    EXPECT_TRUE(source.ok()) << source.status();
+    return source.ok() ? *source : nullptr;
+  };
+  std::shared_ptr<ImageFolderSource> train = side(0.2, false, 7);
+  std::shared_ptr<ImageFolderSource> held = side(0.2, true, 7);
+  ASSERT_TRUE(train && held);
+  ASSERT_EQ(train->size(), 24);
+  ASSERT_EQ(held->size(), 6);
+  std::vector<int> held_per_class(3, 0);
+  for (int64_t i = 0; i < held->size(); ++i) ++held_per_class[held->label(i)];
+  EXPECT_EQ(held_per_class, (std::vector<int>{2, 2, 2}));
+  std::set<std::string> all = Paths(*train), held_paths = Paths(*held);
+  all.insert(held_paths.begin(), held_paths.end());
+  EXPECT_EQ(all.size(), 30u);  // disjoint, and together every file
+  EXPECT_EQ(Paths(*side(0.2, true, 7)), held_paths);
+  EXPECT_NE(Paths(*side(0.2, true, 8)), held_paths);
+  // Each class keeps at least one file on each side.
+  EXPECT_EQ(side(0.01, true, 7)->size(), 3);
+  EXPECT_EQ(side(0.99, false, 7)->size(), 3);
+}
+
+TEST(DatasetImageFolderTest, HoldOutNeedsAShareAndTwoFilesPerClass) {
+  TempDir dir;
+  MakeImageFolder(dir.path(), 2, 1, 8);
+  EXPECT_TRUE(Mentions(
+      ImageFolderSource::Open(dir.path(), {.hold_out = {.fraction = 0.1}}).status(),
+      "class_0' has 1 image file(s): holding out a share for validation needs at least 2"));
+  EXPECT_TRUE(
+      Mentions(ImageFolderSource::Open(dir.path(), {.hold_out = {.fraction = 1.0}}).status(),
+               "held out for validation must be in [0, 1), got 1"));
 }
 
 TEST(DatasetImageFolderTest, ClassIndexingPicksFoldersAndLabels) {
