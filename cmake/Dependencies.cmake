@@ -11,4 +11,5 @@ find_package(ZLIB REQUIRED)
 find_package(PNG REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
+pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)  # CRC-32C of TensorBoard event files
 find_program(MPIEXEC_EXECUTABLE NAMES mpirun mpiexec REQUIRED)

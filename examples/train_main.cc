@@ -6,13 +6,16 @@
 // Each rank reads its shard of the training set (num_shards = world size, shard_id = rank) with
 // --batch-size / world images per step; the gradients are averaged over the ranks. Evaluation is
 // exact across ranks: every rank scores its share of the validation set, each image once, and
-// the counts are summed. Rank 0 prints the loss lines and one line per epoch.
+// the counts are summed. Rank 0 prints the loss lines and one line per epoch and, with
+// --summary-dir, writes the metrics as JSON lines, TensorBoard events and a PNG of the curves.
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +30,7 @@
 #include "train/model.h"
 #include "train/models.h"
 #include "train/progress_bar.h"
+#include "train/summary/summary_callback.h"
 
 namespace lockstep::train {
 namespace {
@@ -42,7 +46,8 @@ struct Flags {
   std::string lr_schedule = "cosine";
   double warmup_epochs = 1.0;
   int64_t lr_step_epochs = 0;  // step schedule: 0 decays at 1/3 and 2/3 of the run
-  int64_t image_size = 32;
+  int64_t image_size = 0;      // 0: the size the model was made for
+  double val_fraction = 0.0;
   int workers = 0;  // 0: as many as --threads
   int threads = 0;  // 0: cores / ranks on this host
   uint64_t seed = 0;
@@ -58,6 +63,7 @@ struct Flags {
   int64_t grad_accum = 1;
   double fusion_mb = 25.0;
   std::string device = "auto";
+  std::string summary_dir;
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -77,8 +83,12 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--warmup-epochs", f.warmup_epochs, "linear warm-up before the schedule")
       ->capture_default_str();
   app.add_option("--lr-step-epochs", f.lr_step_epochs, "step schedule: epochs per 10x decay");
-  app.add_option("--image-size", f.image_size, "side of the square network input")
-      ->capture_default_str();
+  app.add_option(
+      "--image-size", f.image_size,
+      "side of the square network input (default: 224 for resnet18/50, 32 for the others)");
+  app.add_option("--val-fraction", f.val_fraction,
+                 "without DIR/val: share of each class of DIR/train held out for validation")
+      ->check(CLI::Range(0.0, 0.99));
   app.add_option("--workers", f.workers, "decoding threads per rank (default: --threads)");
   app.add_option("--threads", f.threads, "compute threads per rank (default: cores / ranks)");
   app.add_option("--seed", f.seed, "weights, data order and augmentation")->capture_default_str();
@@ -98,9 +108,12 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->check(CLI::IsMember({"auto", "bar", "lines"}))
       ->capture_default_str();
   app.add_flag("--sync-bn", f.sync_bn, "batch statistics over all ranks");
-  app.add_option("--device", f.device, "auto (CUDA when every rank has a GPU of its own), cpu or cuda")
+  app.add_option("--device", f.device,
+                 "auto (CUDA when every rank has a GPU of its own), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
+  app.add_option("--summary-dir", f.summary_dir,
+                 "rank 0 writes metrics.jsonl, TensorBoard events and curves.png here");
   app.add_option("--grad-accum", f.grad_accum, "micro-batches per update")->capture_default_str();
   app.add_option("--fusion-mb", f.fusion_mb, "gradient AllReduce bucket size (MB)")
       ->capture_default_str();
@@ -108,29 +121,52 @@ void AddFlags(CLI::App& app, Flags& f) {
 
 struct Data {
   std::unique_ptr<DatasetSource> train;
-  std::unique_ptr<DatasetSource> val;
+  std::unique_ptr<DatasetSource> val;  // null: training without evaluation
   int64_t classes = 0;
 };
 
-absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx, int64_t per_rank) {
-  dataset::ImageFolderOptions options{
-      .num_shards = ctx.size(), .shard_id = ctx.rank(), .seed = f.seed};
-  LS_ASSIGN_OR_RETURN(dataset::Dataset train, dataset::ImageFolder(f.data + "/train", options));
+// DIR/val when it exists; otherwise a held-out share of DIR/train (--val-fraction), or nothing.
+absl::StatusOr<std::optional<dataset::Dataset>> OpenValidation(const Flags& f,
+                                                               dataset::ImageFolderOptions options,
+                                                               const dataset::Dataset& train) {
   options.shuffle = false;
   options.uneven_tail = true;  // every validation image once over all ranks
-  LS_ASSIGN_OR_RETURN(dataset::Dataset val, dataset::ImageFolder(f.data + "/val", options));
+  const std::string val_dir = f.data + "/val";
+  if (!std::filesystem::exists(val_dir)) {
+    if (f.val_fraction == 0.0) return std::nullopt;
+    options.hold_out.read_held_out = true;
+    return dataset::ImageFolder(f.data + "/train", options);
+  }
+  if (f.val_fraction > 0.0) {
+    return absl::InvalidArgumentError(absl::StrCat("--val-fraction holds out a share of ", f.data,
+                                                   "/train for a tree without val/, but ", val_dir,
+                                                   " exists"));
+  }
+  LS_ASSIGN_OR_RETURN(dataset::Dataset val, dataset::ImageFolder(val_dir, options));
   if (train.class_names() != val.class_names()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(f.data, "/train and ", f.data, "/val must hold the same class folders"));
+        absl::StrCat(f.data, "/train and ", val_dir, " must hold the same class folders"));
   }
+  return val;
+}
+
+absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx, int64_t per_rank) {
+  dataset::ImageFolderOptions options{.num_shards = ctx.size(),
+                                      .shard_id = ctx.rank(),
+                                      .seed = f.seed,
+                                      .hold_out = {.fraction = f.val_fraction, .seed = f.seed}};
+  LS_ASSIGN_OR_RETURN(dataset::Dataset train, dataset::ImageFolder(f.data + "/train", options));
+  LS_ASSIGN_OR_RETURN(std::optional<dataset::Dataset> val, OpenValidation(f, options, train));
   Data data;
   data.classes = static_cast<int64_t>(train.class_names().size());
   data.train =
       std::make_unique<DatasetSource>(train.Map(ClassificationTransforms(f.image_size, true))
                                           .Batch(per_rank, /*drop_remainder=*/true)
                                           .Workers(f.workers));
-  data.val = std::make_unique<DatasetSource>(
-      val.Map(ClassificationTransforms(f.image_size, false)).Batch(per_rank).Workers(f.workers));
+  if (val.has_value()) {
+    data.val = std::make_unique<DatasetSource>(
+        val->Map(ClassificationTransforms(f.image_size, false)).Batch(per_rank).Workers(f.workers));
+  }
   return data;
 }
 
@@ -144,31 +180,40 @@ LrSchedule Schedule(const Flags& f, int64_t steps_per_epoch) {
   return warmup > 0 ? WarmupLr(warmup, after) : after;
 }
 
-// After every epoch: evaluates on all ranks; rank 0 prints the epoch's line.
+// After every epoch: evaluates on all ranks; rank 0 prints the epoch's line and hands the
+// result to the summary (--summary-dir).
 class EpochReport : public Callback {
  public:
-  EpochReport(DataSource* val, int64_t epochs, std::shared_ptr<parallel::Communicator> world)
-      : val_(val), epochs_(epochs), world_(std::move(world)) {}
+  EpochReport(DataSource* val, int64_t epochs, std::shared_ptr<parallel::Communicator> world,
+              std::shared_ptr<SummaryCallback> summary)
+      : val_(val), epochs_(epochs), world_(std::move(world)), summary_(std::move(summary)) {}
 
   absl::Status OnEpochEnd(Model& model, const EpochInfo& epoch) override {
-    LS_ASSIGN_OR_RETURN(EvalResult eval, model.Eval(*val_));
+    std::optional<EvalResult> eval;
+    if (val_ != nullptr) {
+      LS_ASSIGN_OR_RETURN(eval, model.Eval(*val_));
+    }
     if (world_->rank() == 0) {
       const double images = static_cast<double>(epoch.images * world_->size());
-      std::cout << absl::StrFormat(
-                       "epoch %d/%d: train loss %.4f, val accuracy %.4f (%d/%d), val loss %.4f, "
-                       "%.1f images/s, %.1f s\n",
-                       epoch.epoch, epochs_, epoch.mean_loss, eval.accuracy, eval.correct,
-                       eval.samples, eval.loss, epoch.seconds > 0 ? images / epoch.seconds : 0.0,
-                       epoch.seconds)
+      std::cout << absl::StrFormat("epoch %d/%d: train loss %.4f, ", epoch.epoch, epochs_,
+                                   epoch.mean_loss);
+      if (eval.has_value()) {
+        std::cout << absl::StrFormat("val accuracy %.4f (%d/%d), val loss %.4f, ", eval->accuracy,
+                                     eval->correct, eval->samples, eval->loss);
+      }
+      std::cout << absl::StrFormat("%.1f images/s, %.1f s\n",
+                                   epoch.seconds > 0 ? images / epoch.seconds : 0.0, epoch.seconds)
                 << std::flush;
     }
-    return absl::OkStatus();
+    if (summary_ == nullptr || !eval.has_value()) return absl::OkStatus();
+    return summary_->AddEval(epoch.epoch, model.global_step(), *eval);
   }
 
  private:
-  DataSource* val_;
+  DataSource* val_;  // null: no evaluation
   int64_t epochs_;
   std::shared_ptr<parallel::Communicator> world_;
+  std::shared_ptr<SummaryCallback> summary_;  // rank 0 with --summary-dir only
 };
 
 // parallel::Init gave every rank a GPU of its own, or none of them one.
@@ -205,14 +250,14 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
 // Rank 0 shows a progress bar to a person at a terminal and prints loss lines to logs.
 std::shared_ptr<Callback> MakeProgress(const Flags& f, const parallel::Context& ctx,
                                        int64_t steps_per_epoch) {
-  const bool bar = f.progress == "bar" ||
-                   (f.progress == "auto" && OutputReachesTerminal(ctx.launched_by_mpi()));
+  const bool bar =
+      f.progress == "bar" || (f.progress == "auto" && OutputReachesTerminal(ctx.launched_by_mpi()));
   if (bar) return std::make_shared<ProgressBar>(f.epochs, steps_per_epoch, ctx.size());
   return f.log_every > 0 ? std::make_shared<LossMonitor>(f.log_every) : nullptr;
 }
 
 Callbacks MakeCallbacks(const Flags& f, const Data& data, const parallel::Context& ctx,
-                        int64_t steps_per_epoch) {
+                        int64_t steps_per_epoch, const std::shared_ptr<SummaryCallback>& summary) {
   const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
   Callbacks callbacks;
   if (ctx.rank() == 0) {
@@ -228,23 +273,50 @@ Callbacks MakeCallbacks(const Flags& f, const Data& data, const parallel::Contex
                                .directory = f.ckpt_dir},
         f.model, world));
   }
-  callbacks.push_back(std::make_shared<EpochReport>(data.val.get(), f.epochs, world));
+  if (summary != nullptr) callbacks.push_back(summary);
+  callbacks.push_back(std::make_shared<EpochReport>(data.val.get(), f.epochs, world, summary));
   return callbacks;
 }
 
-// What each rank checks on its own before the first collective: the flags, the data folders
-// and the model's name.
+// What each rank checks on its own before the first collective: the flags, the data folders,
+// the model's name and, on rank 0, the summary directory.
 struct Job {
   ModelOptions options;
   Data data;
   LayerPtr net;
+  std::shared_ptr<SummaryCallback> summary;  // rank 0 with --summary-dir only
+  bool model_image_size = false;             // --image-size left to the model's
 };
 
-absl::StatusOr<Job> PrepareJob(const Flags& f, const parallel::Context& ctx) {
+// Where the epoch's validation comes from, when not from DIR/val.
+std::string ValidationLine(const Flags& f) {
+  if (f.val_fraction > 0.0) {
+    return absl::StrFormat("%svalidating on %.0f%% of each class of %s/train, held out\n",
+                           LogPrefix(), 100.0 * f.val_fraction, f.data);
+  }
+  if (std::filesystem::exists(f.data + "/val")) return "";
+  return absl::StrCat(LogPrefix(), "no ", f.data,
+                      "/val: training without evaluation (--val-fraction F holds out a share of ",
+                      f.data, "/train for it)\n");
+}
+
+// Fills in the flags left to the model (the image size) and checks the rest.
+absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx) {
   Job job;
+  if (f.image_size <= 0) {
+    LS_ASSIGN_OR_RETURN(f.image_size, models::DefaultImageSize(f.model));
+    job.model_image_size = true;
+  }
   LS_ASSIGN_OR_RETURN(job.options, MakeModelOptions(f, ctx));
   LS_ASSIGN_OR_RETURN(job.data, OpenData(f, ctx, job.options.batch_size));
   LS_ASSIGN_OR_RETURN(job.net, models::ModelByName(f.model, job.data.classes));
+  if (ctx.rank() == 0 && !f.summary_dir.empty()) {
+    // A record every --log-every steps, as the loss lines (every step when those are off).
+    LS_ASSIGN_OR_RETURN(job.summary,
+                        SummaryCallback::Create({.directory = f.summary_dir,
+                                                 .every_steps = std::max<int64_t>(1, f.log_every),
+                                                 .world_size = ctx.size()}));
+  }
   return job;
 }
 
@@ -254,7 +326,7 @@ absl::Status Run(Flags f, const parallel::Context& ctx) {
   absl::StatusOr<Job> job = PrepareJob(f, ctx);
   // A set-up error is printed once for all ranks, not once by each.
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(job.status(), *ctx.HostWorld()));
-  auto& [options, data, net] = *job;
+  auto& [options, data, net, summary, model_image_size] = *job;
   const int64_t steps_per_epoch =
       data.train->dataset().BatchesPerEpoch() / std::max<int64_t>(1, f.grad_accum);
   Model model(net, SoftmaxCrossEntropy(),
@@ -277,15 +349,17 @@ absl::Status Run(Flags f, const parallel::Context& ctx) {
   if (ctx.rank() == 0) {
     std::cout << LogPrefix()
               << absl::StrFormat(
-                     "%s, %d parameters, %d classes, %d rank(s) x %d images on %s, %d "
-                     "thread(s) each, %d steps per epoch\n",
-                     f.model, CountParameters(model.parameters()), data.classes, ctx.size(),
-                     options.batch_size, options.device.type == DeviceType::kCPU ? "cpu" : "cuda",
-                     f.threads, steps_per_epoch)
-              << std::flush;
+                     "%s, %d parameters, %d classes, %dx%d images (%s), %d rank(s) x %d images "
+                     "on %s, %d thread(s) each, %d steps per epoch\n",
+                     f.model, CountParameters(model.parameters()), data.classes, f.image_size,
+                     f.image_size, model_image_size ? "the model's size" : "--image-size",
+                     ctx.size(), options.batch_size,
+                     options.device.type == DeviceType::kCPU ? "cpu" : "cuda", f.threads,
+                     steps_per_epoch)
+              << ValidationLine(f) << std::flush;
   }
   return model.Train(std::max<int64_t>(0, f.epochs - model.epochs_done()), *data.train,
-                     MakeCallbacks(f, data, ctx, steps_per_epoch));
+                     MakeCallbacks(f, data, ctx, steps_per_epoch, summary));
 }
 
 }  // namespace

@@ -10,6 +10,8 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev libabsl-dev  # oneDNN's CMake config requires OpenCL
   libturbojpeg0-dev libjpeg-dev libpng-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  libisal-dev  # ISA-L: CRC-32C of the TensorBoard event files
+  gnuplot-nox  # curves.png of lockstep-train --summary-dir
   python3-protobuf
 )
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/logging.h"
 
 namespace lockstep::train::models {
@@ -84,14 +85,43 @@ LayerPtr ResNet50(int64_t num_classes, const ResNetOptions& options) {
   return ResNet(BlockKind::kBottleneck, {3, 4, 6, 3}, num_classes, options);
 }
 
+namespace {
+
+// The models known by name, with the input side each was made for.
+struct NamedModel {
+  absl::string_view name;
+  int64_t image_size;
+  LayerPtr (*make)(int64_t num_classes);
+};
+
+constexpr NamedModel kNamedModels[] = {
+    {"lenet", 32, [](int64_t classes) { return LeNet5(classes, 3); }},
+    {"resnet8", 32, [](int64_t classes) { return CifarResNet(8, classes); }},
+    {"resnet20", 32, [](int64_t classes) { return CifarResNet(20, classes); }},
+    {"resnet18", 224, [](int64_t classes) { return ResNet18(classes); }},
+    {"resnet50", 224, [](int64_t classes) { return ResNet50(classes); }},
+};
+
+absl::StatusOr<const NamedModel*> FindNamedModel(absl::string_view name) {
+  for (const NamedModel& model : kNamedModels) {
+    if (model.name == name) return &model;
+  }
+  std::vector<absl::string_view> known;
+  for (const NamedModel& model : kNamedModels) known.push_back(model.name);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown model '", name, "' (known: ", absl::StrJoin(known, ", "), ")"));
+}
+
+}  // namespace
+
 absl::StatusOr<LayerPtr> ModelByName(absl::string_view name, int64_t num_classes) {
-  if (name == "lenet") return LeNet5(num_classes, 3);
-  if (name == "resnet8") return CifarResNet(8, num_classes);
-  if (name == "resnet20") return CifarResNet(20, num_classes);
-  if (name == "resnet18") return ResNet18(num_classes);
-  if (name == "resnet50") return ResNet50(num_classes);
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown model '", name, "' (known: lenet, resnet8, resnet20, resnet18, resnet50)"));
+  LS_ASSIGN_OR_RETURN(const NamedModel* model, FindNamedModel(name));
+  return model->make(num_classes);
+}
+
+absl::StatusOr<int64_t> DefaultImageSize(absl::string_view name) {
+  LS_ASSIGN_OR_RETURN(const NamedModel* model, FindNamedModel(name));
+  return model->image_size;
 }
 
 }  // namespace lockstep::train::models

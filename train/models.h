@@ -44,5 +44,8 @@ LayerPtr CifarResNet(int depth, int64_t num_classes = 10, const ResNetOptions& o
 // The models above by name, for command lines: "lenet", "resnet8", "resnet20", "resnet18",
 // "resnet50" (3-channel inputs). Unknown names fail with the list of known ones.
 absl::StatusOr<LayerPtr> ModelByName(absl::string_view name, int64_t num_classes);
+// The side of the square input a named model was made for: 224 for the ImageNet ResNets, 32 for
+// LeNet and the CIFAR ResNets.
+absl::StatusOr<int64_t> DefaultImageSize(absl::string_view name);
 
 }  // namespace lockstep::train::models

@@ -41,6 +41,15 @@ TEST(ModelsTest, CifarResNetsHaveTheParameterCountsOfTheirPyTorchTwins) {
   EXPECT_NE(unknown.status().message().find("resnet20"), std::string::npos) << unknown.status();
 }
 
+TEST(ModelsTest, NamedModelsKnowTheImageSizeTheyWereMadeFor) {
+  EXPECT_EQ(*models::DefaultImageSize("lenet"), 32);
+  EXPECT_EQ(*models::DefaultImageSize("resnet20"), 32);
+  EXPECT_EQ(*models::DefaultImageSize("resnet18"), 224);
+  EXPECT_EQ(*models::DefaultImageSize("resnet50"), 224);
+  EXPECT_EQ(models::DefaultImageSize("vgg").status().message(),
+            "unknown model 'vgg' (known: lenet, resnet8, resnet20, resnet18, resnet50)");
+}
+
 TEST(ModelsTest, NamesFollowTorchvisionPathsWithMindSporeLeaves) {
   std::vector<ParameterSpec> specs = Parameters(models::ResNet50(10), {3, 64, 64});
   ASSERT_GT(specs.size(), 8u);

@@ -1,0 +1,134 @@
+#include "train/summary/summary_writer.h"
+
+#include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
+#include "ckpt/file_io.h"
+#include "train/summary/event.pb.h"
+#include "train/summary/tfrecord.h"
+
+namespace lockstep::train::summary {
+namespace {
+
+double WallTime() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+// The shortest text that reads back as the same double; JSON has no NaN or infinity, so those
+// are strings, as in protobuf's JSON mapping (ReadMetrics parses them back).
+std::string JsonNumber(double value) {
+  if (std::isnan(value)) return "\"NaN\"";
+  if (std::isinf(value)) return value > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  char text[32];
+  const std::to_chars_result end = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, end.ptr);
+}
+
+bool IsPlainTag(absl::string_view tag) {
+  if (tag.empty()) return false;
+  for (char c : tag) {
+    if (!absl::ascii_isalnum(c) && c != '_' && c != '-' && c != '.' && c != '/') return false;
+  }
+  return true;
+}
+
+std::string EventRecord(const proto::Event& event) {
+  return EncodeTfRecord(event.SerializeAsString());
+}
+
+}  // namespace
+
+absl::StatusOr<AppendOnlyFile> AppendOnlyFile::Open(std::string path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("opening ", path));
+  return AppendOnlyFile(std::move(path), fd);
+}
+
+AppendOnlyFile::AppendOnlyFile(AppendOnlyFile&& other) noexcept
+    : path_(std::move(other.path_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+AppendOnlyFile::~AppendOnlyFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status AppendOnlyFile::Append(absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = write(fd_, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::ErrnoToStatus(errno, absl::StrCat("writing ", path_));
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Open(const std::string& directory) {
+  LS_RETURN_IF_ERROR(Annotate(ckpt::MakeDirectories(directory), "summary directory"));
+  LS_ASSIGN_OR_RETURN(AppendOnlyFile metrics,
+                      AppendOnlyFile::Open(ckpt::JoinPath(directory, kMetricsFileName)));
+  const double now = WallTime();
+  LS_ASSIGN_OR_RETURN(AppendOnlyFile events,
+                      AppendOnlyFile::Open(ckpt::JoinPath(
+                          directory, absl::StrCat("events.out.tfevents.", static_cast<int64_t>(now),
+                                                  ".", HostName()))));
+  proto::Event version;
+  version.set_wall_time(now);
+  version.set_file_version("brain.Event:2");
+  LS_RETURN_IF_ERROR(events.Append(EventRecord(version)));
+  return std::unique_ptr<SummaryWriter>(
+      new SummaryWriter(directory, std::move(metrics), std::move(events)));
+}
+
+absl::Status SummaryWriter::AddScalar(absl::string_view tag, int64_t epoch, int64_t step,
+                                      double value) {
+  if (!IsPlainTag(tag)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "summary tag '", tag, "': use letters, digits and _-./ only (", metrics_path(), ")"));
+  }
+  const double now = WallTime();
+  LS_RETURN_IF_ERROR(metrics_.Append(
+      absl::StrCat("{\"wall_time\":", JsonNumber(now), ",\"epoch\":", epoch, ",\"step\":", step,
+                   ",\"tag\":\"", tag, "\",\"value\":", JsonNumber(value), "}\n")));
+  proto::Event event;
+  event.set_wall_time(now);
+  event.set_step(step);
+  proto::Summary::Value* scalar = event.mutable_summary()->add_value();
+  scalar->set_tag(std::string(tag));
+  scalar->set_simple_value(static_cast<float>(value));
+  return events_.Append(EventRecord(event));
+}
+
+absl::StatusOr<std::vector<proto::MetricRecord>> ReadMetrics(const std::string& path) {
+  LS_ASSIGN_OR_RETURN(std::string text, ckpt::ReadWholeFile(path));
+  std::vector<proto::MetricRecord> records;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    proto::MetricRecord record;
+    auto status = google::protobuf::util::JsonStringToMessage(std::string(line), &record);
+    if (!status.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(path, ":", line_number, ": not a metrics record: ", status.ToString()));
+    }
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+}  // namespace lockstep::train::summary
