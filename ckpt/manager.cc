@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_join.h"
@@ -101,9 +102,29 @@ absl::Status CheckpointManager::Commit(const RankState& state,
   return WriteManifest(config_.directory, manifest).status();
 }
 
+// Resuming a directory that holds only another model's checkpoints is a mistake (the wrong
+// --model or --resume), not a fresh start.
+absl::Status CheckpointManager::CheckNoOtherModelOnly() const {
+  absl::StatusOr<std::vector<proto::Manifest>> manifests = ListManifests(config_.directory, "");
+  if (absl::IsNotFound(manifests.status())) return absl::OkStatus();
+  LS_RETURN_IF_ERROR(manifests.status());
+  std::set<std::string> others;
+  for (const proto::Manifest& manifest : *manifests) {
+    if (manifest.prefix() == prefix_) return absl::OkStatus();
+    others.insert(manifest.prefix());
+  }
+  if (others.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      config_.directory, " holds checkpoints of ", absl::StrJoin(others, ", "), ", none of ",
+      prefix_, ": resume with the model that wrote them, or from another directory"));
+}
+
 absl::StatusOr<bool> CheckpointManager::Resume(RankState* state) const {
   absl::StatusOr<proto::Manifest> manifest = LatestCompleteStep(config_.directory, prefix_);
-  if (absl::IsNotFound(manifest.status())) return false;
+  if (absl::IsNotFound(manifest.status())) {
+    LS_RETURN_IF_ERROR(CheckNoOtherModelOnly());
+    return false;
+  }
   LS_RETURN_IF_ERROR(manifest.status());
   if (manifest->world_size() != world_size_ && rank_ == 0) {
     LS_LOG(Warning) << "resuming step " << manifest->global_step() << " saved by "

@@ -55,6 +55,7 @@ class CheckpointManager {
   const CheckpointConfig& config() const { return config_; }
 
  private:
+  absl::Status CheckNoOtherModelOnly() const;
   absl::Status Prune() const;
 
   CheckpointConfig config_;

@@ -337,12 +337,14 @@ absl::Status Run(Flags f, const parallel::Context& ctx) {
   LS_RETURN_IF_ERROR(model.Compile());
   const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
   if (!f.resume.empty()) {
-    LS_ASSIGN_OR_RETURN(bool resumed, ResumeFromCheckpoint(model, f.resume, f.model, world));
+    absl::StatusOr<bool> resumed = ResumeFromCheckpoint(model, f.resume, f.model, world);
+    // Another model's checkpoints, or another image size's, every rank finds alike.
+    LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(resumed.status(), *world));
     if (ctx.rank() == 0) {
       std::cout << LogPrefix()
-                << (resumed ? absl::StrFormat("resumed at step %d, %d epoch(s) done",
-                                              model.global_step(), model.epochs_done())
-                            : absl::StrCat("nothing to resume in ", f.resume, "; starting fresh"))
+                << (*resumed ? absl::StrFormat("resumed at step %d, %d epoch(s) done",
+                                               model.global_step(), model.epochs_done())
+                             : absl::StrCat("nothing to resume in ", f.resume, "; starting fresh"))
                 << std::endl;
     }
   }

@@ -153,6 +153,24 @@ TEST(CkptManagerTest, ResumeWithNothingSavedReturnsFalse) {
   EXPECT_FALSE(*resumed);
 }
 
+TEST(CkptManagerTest, ResumingAnotherModelsDirectoryFailsNamingIt) {
+  TempDir dir;
+  SimulatedRanks run(dir.path(), 1);
+  run.SaveStep(1, 10);
+  const CheckpointManager other({.directory = dir.path()}, "lenet", 0, 1);
+  RankState state = SimulatedRanks::State(1, 1, 0);
+  absl::StatusOr<bool> resumed = other.Resume(&state);
+  EXPECT_EQ(resumed.status().message(),
+            absl::StrCat(dir.path(),
+                         " holds checkpoints of resnet50, none of lenet: resume with "
+                         "the model that wrote them, or from another directory"));
+  // With its own steps beside the other model's, a model resumes from its own.
+  SimulatedRanks lenet(dir.path(), 1);
+  lenet.managers = {CheckpointManager({.directory = dir.path()}, "lenet", 0, 1)};
+  lenet.SaveStep(1, 5);
+  EXPECT_TRUE(*other.Resume(&state));
+}
+
 TEST(CkptManagerTest, RankZeroAloneSavesAndEveryRankResumesFromIt) {
   TempDir dir;
   SimulatedRanks run(dir.path(), 4, /*all_ranks=*/false);
