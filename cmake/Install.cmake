@@ -32,5 +32,6 @@ install(FILES ${PROJECT_BINARY_DIR}/LockstepConfig.cmake
               ${PROJECT_BINARY_DIR}/LockstepConfigVersion.cmake
         DESTINATION ${lockstep_cmake_dir})
 if(LOCKSTEP_WITH_CUDA)
-  install(FILES cmake/FindCUDNN.cmake cmake/FindNCCL.cmake DESTINATION ${lockstep_cmake_dir})
+  install(FILES cmake/FindCUDNN.cmake cmake/FindNCCL.cmake cmake/CudaLibraryFinder.cmake
+          DESTINATION ${lockstep_cmake_dir})
 endif()
