@@ -56,6 +56,7 @@ struct Flags {
   int64_t save_epochs = 1;
   int keep_max = 5;
   std::string resume;
+  std::string on_save_error = "stop";
   double loss_scale = 1.0;
   int64_t log_every = 20;
   std::string progress = "auto";
@@ -100,6 +101,11 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--keep-max", f.keep_max, "checkpoints kept per rank (0: all)")
       ->capture_default_str();
   app.add_option("--resume", f.resume, "continue from the newest complete step in this directory");
+  app.add_option("--on-save-error", f.on_save_error,
+                 "a checkpoint that cannot be written (no space, permission): stop, or warn and "
+                 "continue")
+      ->check(CLI::IsMember({"stop", "continue"}))
+      ->capture_default_str();
   app.add_option("--loss-scale", f.loss_scale, "fixed loss scale")->capture_default_str();
   app.add_option("--log-every", f.log_every, "loss line every N steps (0: off)")
       ->capture_default_str();
@@ -271,7 +277,8 @@ Callbacks MakeCallbacks(const Flags& f, const Data& data, const parallel::Contex
                                .save_checkpoint_epochs = f.save_epochs,
                                .keep_checkpoint_max = f.keep_max,
                                .directory = f.ckpt_dir},
-        f.model, world));
+        f.model, world,
+        f.on_save_error == "stop" ? SaveErrorPolicy::kStop : SaveErrorPolicy::kContinue));
   }
   if (summary != nullptr) callbacks.push_back(summary);
   callbacks.push_back(std::make_shared<EpochReport>(data.val.get(), f.epochs, world, summary));

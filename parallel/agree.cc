@@ -76,12 +76,15 @@ std::string DescribeRankErrors(const std::vector<absl::Status>& statuses) {
   return absl::StrJoin(parts, "; ");
 }
 
-absl::Status AgreeAcrossRanks(const absl::Status& local, Communicator& world) {
+absl::Status AgreeAcrossRanks(const absl::Status& local, Communicator& world,
+                              absl::string_view context) {
   LS_ASSIGN_OR_RETURN(std::vector<absl::Status> statuses, GatherStatuses(local, world));
   auto failed = std::find_if(statuses.begin(), statuses.end(),
                              [](const absl::Status& status) { return !status.ok(); });
   if (failed == statuses.end()) return absl::OkStatus();
-  absl::Status agreed(failed->code(), DescribeRankErrors(statuses));
+  const std::string described = DescribeRankErrors(statuses);
+  absl::Status agreed(failed->code(),
+                      context.empty() ? described : absl::StrCat(context, ": ", described));
   agreed.SetPayload(kAgreedPayload, absl::Cord());
   return agreed;
 }

@@ -16,8 +16,10 @@ namespace lockstep::parallel {
 
 // Collective over `world`: every rank must call it, with the outcome of work that had no
 // collectives in it. OK when every rank's `local` is OK; otherwise the same agreed error on
-// every rank (IsAgreedError), its message each distinct error once with the ranks that had it.
-absl::Status AgreeAcrossRanks(const absl::Status& local, Communicator& world);
+// every rank (IsAgreedError), its message each distinct error once with the ranks that had it,
+// after "<context>: " when a context is given.
+absl::Status AgreeAcrossRanks(const absl::Status& local, Communicator& world,
+                              absl::string_view context = "");
 
 // True for the statuses AgreeAcrossRanks returns: every rank holds the same one.
 bool IsAgreedError(const absl::Status& status);

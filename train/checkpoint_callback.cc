@@ -3,9 +3,10 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/str_join.h"
 #include "ckpt/naming.h"
+#include "core/logging.h"
 #include "graph/serialize.h"
+#include "parallel/agree.h"
 #include "parallel/context.h"
 #include "train/model.h"
 #include "train/passes/apply_optimizer.h"
@@ -13,8 +14,8 @@
 namespace lockstep::train {
 namespace {
 
-// What each rank tells the others after its save: (ok, bytes, crc32).
-constexpr int64_t kRecordFields = 3;
+// What each rank tells the others after its save: (bytes, crc32).
+constexpr int64_t kRecordFields = 2;
 
 std::shared_ptr<parallel::Communicator> WorldOrDefault(
     std::shared_ptr<parallel::Communicator> world) {
@@ -61,10 +62,12 @@ std::vector<std::string> RankLocalState(const Model& model, int world_size) {
 }  // namespace
 
 ModelCheckpoint::ModelCheckpoint(ckpt::CheckpointConfig config, std::string prefix,
-                                 std::shared_ptr<parallel::Communicator> world)
+                                 std::shared_ptr<parallel::Communicator> world,
+                                 SaveErrorPolicy on_save_error)
     : world_(WorldOrDefault(std::move(world))),
       prefix_(std::move(prefix)),
-      manager_(std::move(config), prefix_, world_->rank(), world_->size()) {}
+      manager_(std::move(config), prefix_, world_->rank(), world_->size()),
+      on_save_error_(on_save_error) {}
 
 absl::Status ModelCheckpoint::OnTrainBegin(Model& model) {
   if (!fingerprint_.empty()) return absl::OkStatus();
@@ -109,7 +112,13 @@ absl::Status ModelCheckpoint::Save(Model& model, int64_t epoch, int64_t step_in_
   state.scalars = {{kDataEpochName, data_epoch}, {kDataBatchName, data_batch}};
   absl::StatusOr<ckpt::WrittenFile> written =
       manager_.SavesOnThisRank() ? manager_.Save(state) : ckpt::WrittenFile{};
-  LS_RETURN_IF_ERROR(CommitOnRankZero(state, written));
+  absl::Status committed = CommitOnRankZero(state, written);
+  if (!committed.ok() && parallel::IsAgreedError(committed) &&
+      on_save_error_ == SaveErrorPolicy::kContinue) {
+    if (world_->rank() == 0) LS_LOG(Warning) << committed.message() << "; training goes on";
+    return absl::OkStatus();
+  }
+  LS_RETURN_IF_ERROR(committed);
   last_saved_step_ = state.global_step;
   return absl::OkStatus();
 }
@@ -117,23 +126,16 @@ absl::Status ModelCheckpoint::Save(Model& model, int64_t epoch, int64_t step_in_
 absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
                                                const absl::StatusOr<ckpt::WrittenFile>& written) {
   const int ranks = world_->size();
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(
+      written.status(), *world_,
+      absl::StrCat("checkpoint step ", state.global_step, " not saved")));
   Tensor record = Tensor::Empty({kRecordFields}, DType::kI64);
-  record.data<int64_t>()[0] = written.ok();
-  record.data<int64_t>()[1] = written.ok() ? static_cast<int64_t>(written->bytes) : 0;
-  record.data<int64_t>()[2] = written.ok() ? written->crc32 : 0;
+  record.data<int64_t>()[0] = static_cast<int64_t>(written->bytes);
+  record.data<int64_t>()[1] = written->crc32;
   Tensor records = Tensor::Empty({ranks, kRecordFields}, DType::kI64);
   LS_RETURN_IF_ERROR(Annotate(world_->AllGather(record, records),
                               absl::StrCat("gathering checkpoint step ", state.global_step)));
-  LS_RETURN_IF_ERROR(written.status());
   const int64_t* all = records.data<int64_t>();
-  std::vector<int> failed;
-  for (int rank = 0; rank < ranks; ++rank) {
-    if (all[rank * kRecordFields] == 0) failed.push_back(rank);
-  }
-  if (!failed.empty()) {
-    return absl::AbortedError(absl::StrCat("checkpoint step ", state.global_step,
-                                           " failed on rank(s) ", absl::StrJoin(failed, ", ")));
-  }
   // Rank 0 commits; the others wait for its outcome, so no rank runs ahead of the manifest.
   absl::Status committed;
   if (world_->rank() == 0) {
@@ -141,20 +143,13 @@ absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
     const int saving_ranks = manager_.config().all_ranks ? ranks : 1;
     for (int rank = 0; rank < saving_ranks; ++rank) {
       files.push_back({ckpt::CheckpointFileName(prefix_, rank, state.epoch, state.step_in_epoch),
-                       static_cast<uint64_t>(all[rank * kRecordFields + 1]),
-                       static_cast<uint32_t>(all[rank * kRecordFields + 2])});
+                       static_cast<uint64_t>(all[rank * kRecordFields]),
+                       static_cast<uint32_t>(all[rank * kRecordFields + 1])});
     }
     committed = manager_.Commit(state, files, fingerprint_, rank_local_);
   }
-  Tensor outcome = Tensor::Empty({1}, DType::kI64);
-  *outcome.data<int64_t>() = committed.ok();
-  LS_RETURN_IF_ERROR(world_->Broadcast(outcome, /*root=*/0));
-  LS_RETURN_IF_ERROR(committed);
-  if (*outcome.data<int64_t>() == 0) {
-    return absl::AbortedError(
-        absl::StrCat("rank 0 failed to commit checkpoint step ", state.global_step));
-  }
-  return absl::OkStatus();
+  return parallel::AgreeAcrossRanks(
+      committed, *world_, absl::StrCat("checkpoint step ", state.global_step, " not committed"));
 }
 
 absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& directory,

@@ -31,14 +31,19 @@ inline constexpr char kDataBatchName[] = "data_batch";
 // Saves {prefix}_{rank}-{epoch}_{step}.ckpt on the steps and epoch ends the config asks for
 // (with gradient accumulation, only at updates), and {prefix}_{rank}-graph.meta once. The ranks
 // then allgather what they wrote; rank 0 writes the manifest that makes the step complete and
-// broadcasts the outcome, so no rank runs ahead of it. A failure on any rank fails the callback
-// on every rank.
+// broadcasts the outcome, so no rank runs ahead of it. A save that fails on any rank (no space,
+// permission, quota) is agreed across the ranks, naming the rank, path and reason; no manifest
+// is written, so the previous complete step stays the one a resume picks. Then training stops
+// on every rank, or, with SaveErrorPolicy::kContinue, rank 0 warns and training goes on.
+enum class SaveErrorPolicy { kStop, kContinue };
+
 class ModelCheckpoint : public Callback {
  public:
   // `world` is the host communicator of the ranks (parallel::CurrentContext().HostWorld() when
   // null).
   ModelCheckpoint(ckpt::CheckpointConfig config, std::string prefix,
-                  std::shared_ptr<parallel::Communicator> world = nullptr);
+                  std::shared_ptr<parallel::Communicator> world = nullptr,
+                  SaveErrorPolicy on_save_error = SaveErrorPolicy::kStop);
 
   absl::Status OnTrainBegin(Model& model) override;
   absl::Status OnStepEnd(Model& model, const StepInfo& step) override;
@@ -58,6 +63,7 @@ class ModelCheckpoint : public Callback {
   std::shared_ptr<parallel::Communicator> world_;
   std::string prefix_;
   ckpt::CheckpointManager manager_;
+  SaveErrorPolicy on_save_error_;
   std::string fingerprint_;              // of the training graph
   std::vector<std::string> rank_local_;  // state that differs across ranks
   int64_t last_saved_step_ = -1;         // global step

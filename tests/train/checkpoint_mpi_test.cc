@@ -4,15 +4,19 @@
 // resumed ends bit for bit where an uninterrupted one does, on every rank.
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <cstring>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_join.h"
 #include "ckpt/inspect.h"
 #include "ckpt/manifest.h"
+#include "parallel/agree.h"
 #include "parallel/context.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/train/resume_util.h"
@@ -94,6 +98,61 @@ TEST(CheckpointMpiTest, DataParallelRunResumesBitForBitOnEveryRank) {
   EXPECT_EQ(resumed.global_step(), 20);
   EXPECT_TRUE(VariableBytes(resumed) == VariableBytes(reference));
   ASSERT_TRUE(world->Barrier().ok());  // rank 0 removes the directory last
+}
+
+// Limits this process's files to a few bytes over global steps [from, to), as a full disk or a
+// quota would: writes then fail with EFBIG (SIGXFSZ, which would kill the process, is ignored).
+class FullDiskDuring : public Callback {
+ public:
+  FullDiskDuring(int64_t from, int64_t to) : from_(from), to_(to) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    getrlimit(RLIMIT_FSIZE, &normal_);
+  }
+  ~FullDiskDuring() override { setrlimit(RLIMIT_FSIZE, &normal_); }
+  absl::Status OnStepEnd(Model&, const StepInfo& step) override {
+    rlimit limit = normal_;
+    if (step.global_step == from_) limit.rlim_cur = 64;
+    if (step.global_step == from_ || step.global_step == to_) setrlimit(RLIMIT_FSIZE, &limit);
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t from_, to_;
+  rlimit normal_;
+};
+
+// The last rank cannot write its file of step 6: every rank stops with one error naming that
+// rank, its file and the reason, and step 3 stays the newest complete step; with kContinue the
+// ranks warn, train on, and save the later steps.
+TEST(CheckpointMpiTest, AFailedSaveOnOneRankIsToldToAllAndLosesNothing) {
+  parallel::Context& ctx = parallel::CurrentContext();
+  const int last = ctx.size() - 1;
+  SharedDir dir(*ctx.HostWorld());
+  const ckpt::CheckpointConfig config{
+      .save_checkpoint_steps = 3, .keep_checkpoint_max = 0, .directory = dir.path()};
+  auto train = [&](SaveErrorPolicy policy) {
+    Callbacks callbacks;
+    if (ctx.rank() == last) callbacks.push_back(std::make_shared<FullDiskDuring>(5, 7));
+    callbacks.push_back(std::make_shared<ModelCheckpoint>(config, kPrefix, nullptr, policy));
+    Model model = DataParallelModel(1);
+    return model.Train(kEpochs, *RankData(ctx.rank()), callbacks);
+  };
+
+  absl::Status stopped = train(SaveErrorPolicy::kStop);
+  EXPECT_TRUE(parallel::IsAgreedError(stopped)) << stopped;
+  const std::regex named(absl::StrCat("checkpoint step 6 not saved: rank ", last,
+                                      ": writing .*/tiny_", last, "-1_6\\.ckpt.*: File too large"));
+  EXPECT_TRUE(std::regex_match(std::string(stopped.message()), named)) << stopped;
+  EXPECT_EQ(ckpt::LatestCompleteStep(dir.path(), kPrefix)->global_step(), 3);
+
+  ASSERT_TRUE(train(SaveErrorPolicy::kContinue).ok());
+  absl::StatusOr<std::vector<ckpt::proto::Manifest>> manifests =
+      ckpt::ListManifests(dir.path(), kPrefix);
+  ASSERT_TRUE(manifests.ok()) << manifests.status();
+  std::vector<int64_t> steps;
+  for (const ckpt::proto::Manifest& manifest : *manifests) steps.push_back(manifest.global_step());
+  EXPECT_EQ(steps, (std::vector<int64_t>{3, 9, 12, 15, 18}));
+  ASSERT_TRUE(ctx.HostWorld()->Barrier().ok());  // rank 0 removes the directory last
 }
 
 }  // namespace
