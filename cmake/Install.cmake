@@ -1,11 +1,12 @@
 # cmake --install: the libraries with their headers under include/lockstep (included as in the
 # source tree: "train/model.h"), the binaries, and the package find_package(Lockstep) loads, with
-# the targets Lockstep::core, dataset, graph, ops, parallel, parallel_ops, ckpt and train.
+# the targets Lockstep::core, dataset, graph, ops, parallel, parallel_ops, ckpt, train and
+# inference.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(lockstep_libraries)
-foreach(name core dataset graph ops parallel parallel_ops ckpt train)
+foreach(name core dataset graph ops parallel parallel_ops ckpt train inference)
   set_target_properties(lockstep_${name} PROPERTIES EXPORT_NAME ${name})
   list(APPEND lockstep_libraries lockstep_${name})
 endforeach()

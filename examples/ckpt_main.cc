@@ -1,9 +1,10 @@
 // lockstep-ckpt: inspects per-rank checkpoints (.ckpt, MindSpore's format) and graph metadata
-// (.meta). Exit status: 0 good, 1 the files differ / fail verification / fail their CRC, 2 an
+// (.meta); exports a checkpoint's inference graph as ONNX and classifies images with it. Exit status: 0 good, 1 the files differ / fail verification / fail their CRC, 2 an
 // error (unreadable or corrupt file, bad arguments).
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -15,6 +16,9 @@
 #include "ckpt/inspect.h"
 #include "ckpt/reader.h"
 #include "core/logging.h"
+#include "dataset/image_folder.h"
+#include "inference/onnx_export.h"
+#include "inference/run.h"
 
 namespace lockstep::ckpt {
 namespace {
@@ -178,6 +182,74 @@ int Verify(const std::string& dir, const std::string& prefix, std::optional<int6
   return report.problems.empty() ? 0 : kDiffers;
 }
 
+struct InferenceFlags {
+  std::string meta;  // default: the rank's -graph.meta beside the checkpoint
+  std::string data;  // an ImageFolder root (or its train/) for the class names
+  bool fold_bn = true;
+};
+
+absl::StatusOr<inference::InferenceModel> LoadModel(const std::string& ckpt,
+                                                    const InferenceFlags& f, int64_t batch) {
+  std::string meta = f.meta;
+  if (meta.empty()) {
+    LS_ASSIGN_OR_RETURN(meta, inference::GraphMetaBeside(ckpt));
+  }
+  return inference::LoadInferenceModel(ckpt, meta,
+                                       {.batch_size = batch, .fold_batch_norm = f.fold_bn});
+}
+
+// The sorted class folders of DIR/train (or DIR), as lockstep-train labelled them.
+absl::StatusOr<std::vector<std::string>> ClassNames(const std::string& data) {
+  if (data.empty()) return std::vector<std::string>{};
+  const std::string root = std::filesystem::exists(data + "/train") ? data + "/train" : data;
+  LS_ASSIGN_OR_RETURN(dataset::Dataset folder, dataset::ImageFolder(root, {}));
+  return folder.class_names();
+}
+
+int Export(const std::string& ckpt, const std::string& out, const InferenceFlags& f) {
+  absl::StatusOr<inference::InferenceModel> model = LoadModel(ckpt, f, 1);
+  if (!model.ok()) return Fail(model.status());
+  inference::Preprocessing preprocessing = inference::ValidationPreprocessing(*model);
+  absl::StatusOr<std::vector<std::string>> names = ClassNames(f.data);
+  if (!names.ok()) return Fail(names.status());
+  preprocessing.class_names = *names;
+  const absl::Status written = inference::ExportOnnx(*model, preprocessing, out);
+  if (!written.ok()) return Fail(written);
+  std::cout << absl::StrFormat("%s: %s, %dx%d RGB images -> %d logits, ONNX opset %d%s\n", out,
+                               model->name, model->image_shape[1], model->image_shape[2],
+                               model->classes, inference::kOnnxOpset,
+                               f.fold_bn ? ", batch norm folded into the convolutions" : "");
+  return 0;
+}
+
+int Predict(const std::string& ckpt, const std::vector<std::string>& images,
+            const InferenceFlags& f) {
+  absl::StatusOr<inference::InferenceModel> model =
+      LoadModel(ckpt, f, static_cast<int64_t>(images.size()));
+  if (!model.ok()) return Fail(model.status());
+  absl::StatusOr<std::vector<std::string>> names = ClassNames(f.data);
+  if (!names.ok()) return Fail(names.status());
+  absl::StatusOr<Tensor> batch = inference::LoadImages(images, model->image_shape[1]);
+  if (!batch.ok()) return Fail(batch.status());
+  const int64_t classes = model->classes;
+  absl::StatusOr<std::unique_ptr<Executor>> executor = inference::CompileInference(*model);
+  if (!executor.ok()) return Fail(executor.status());
+  absl::StatusOr<Tensor> logits = inference::Infer(**executor, *batch);
+  if (!logits.ok()) return Fail(logits.status());
+  const auto top = inference::TopK(*logits, 5);
+  for (size_t i = 0; i < images.size(); ++i) {
+    std::cout << images[i] << ":\n";
+    for (const inference::Scored& s : top[i]) {
+      const std::string name = static_cast<int64_t>(names->size()) == classes
+                                   ? (*names)[s.label]
+                                   : absl::StrCat("class ", s.label);
+      std::cout << absl::StrFormat("  %6.2f%%  %s (logit %.4f)\n", 100.0 * s.probability, name,
+                                   s.logit);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace lockstep::ckpt
 
@@ -206,10 +278,33 @@ int main(int argc, char** argv) {
   verify->add_option("dir", dir, "checkpoint directory")->required();
   verify->add_option("--step", step, "global step (step_num) to check; default the newest");
   verify->add_option("--prefix", prefix, "checkpoint prefix, when the directory holds several");
+  lockstep::ckpt::InferenceFlags inference;
+  std::string out;
+  std::vector<std::string> images;
+  auto add_inference_flags = [&](CLI::App* command) {
+    command->add_option("--meta", inference.meta,
+                        "graph .meta (default: the rank's -graph.meta beside the checkpoint)");
+    command->add_option("--data", inference.data,
+                        "ImageFolder root the model was trained on, for the class names");
+    command->add_flag("--fold-bn,!--no-fold-bn", inference.fold_bn,
+                      "fold batch norm into the convolution before it (default on)");
+  };
+  CLI::App* export_onnx = app.add_subcommand(
+      "export", "the checkpoint's inference graph as ONNX (opset 13, dynamic batch)");
+  export_onnx->add_option("ckpt", file, ".ckpt file")->required();
+  export_onnx->add_option("--out", out, ".onnx file to write")->required();
+  add_inference_flags(export_onnx);
+  CLI::App* predict = app.add_subcommand(
+      "predict", "the top-5 classes of each image, with lockstep-train's validation transforms");
+  predict->add_option("ckpt", file, ".ckpt file")->required();
+  predict->add_option("images", images, "image files (JPEG, PNG)")->required();
+  add_inference_flags(predict);
   CLI11_PARSE(app, argc, argv);
 
   if (list->parsed()) return lockstep::ckpt::List(file, json);
   if (meta->parsed()) return lockstep::ckpt::Meta(file);
   if (diff->parsed()) return lockstep::ckpt::Diff(a, b, atol);
+  if (export_onnx->parsed()) return lockstep::ckpt::Export(file, out, inference);
+  if (predict->parsed()) return lockstep::ckpt::Predict(file, images, inference);
   return lockstep::ckpt::Verify(dir, prefix, step);
 }

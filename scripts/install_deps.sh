@@ -13,6 +13,8 @@ packages=(
   libisal-dev  # ISA-L: CRC-32C of the TensorBoard event files
   gnuplot-nox  # curves.png of lockstep-train --summary-dir
   python3-protobuf
+  libonnx-dev  # ONNX schema and checker of lockstep-ckpt export
+  python3-onnx python3-opencv  # independent checks of the exported ONNX files (tests)
 )
 
 missing=()

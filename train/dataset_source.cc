@@ -30,14 +30,15 @@ dataset::PipelineStats DatasetSource::Stats() const {
 }
 
 std::vector<dataset::TransformPtr> ClassificationTransforms(int64_t size, bool training) {
-  std::vector<dataset::TransformPtr> steps = {dataset::Decode(), dataset::Resize(size * 9 / 8)};
+  std::vector<dataset::TransformPtr> steps = {dataset::Decode(),
+                                              dataset::Resize(ClassificationResizeSize(size))};
   if (training) {
     steps.push_back(dataset::RandomCrop(size));
     steps.push_back(dataset::RandomHorizontalFlip());
   } else {
     steps.push_back(dataset::CenterCrop(size));
   }
-  steps.push_back(dataset::Normalize({127.5f}, {127.5f}));
+  steps.push_back(dataset::Normalize({kClassificationMean}, {kClassificationStd}));
   steps.push_back(dataset::HWC2CHW());
   return steps;
 }

@@ -42,5 +42,10 @@ class DatasetSource : public DataSource {
 // and takes the centre, so both see objects at one scale (a crop of the full-size image, or the
 // whole image shrunk, would not). Pixels become [-1, 1] floats, (3, size, size).
 std::vector<dataset::TransformPtr> ClassificationTransforms(int64_t size, bool training);
+// Their constants, for whoever prepares images elsewhere (an exported ONNX model's metadata):
+// the shorter side before cropping, and Normalize's mean and std on 0..255 RGB values.
+inline int64_t ClassificationResizeSize(int64_t size) { return size * 9 / 8; }
+inline constexpr float kClassificationMean = 127.5f;
+inline constexpr float kClassificationStd = 127.5f;
 
 }  // namespace lockstep::train

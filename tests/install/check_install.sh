@@ -12,7 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$cmake" --install "$build" --prefix "$tmp/prefix" > /dev/null
 
 headers() { find "$@" \( -name '*.h' -o -name '*.cuh' \) ! -name '*.pb.h' | sort; }
-expected=$(cd "$source" && headers core dataset graph ops parallel ckpt train)
+expected=$(cd "$source" && headers core dataset graph ops parallel ckpt train inference)
 [[ $with_cuda == ON ]] || expected=$(grep -v -e cuda -e nccl <<< "$expected")
 if ! diff <(echo "$expected") <(cd "$tmp/prefix/include/lockstep" && headers *); then
   echo "error: the installed headers (>) differ from the source tree's (<): list them in the" \
