@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/device_memory.h"
+#include "core/whereabouts.h"
 
 namespace lockstep {
 
@@ -53,7 +54,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
       return absl::FailedPreconditionError(
           absl::StrCat(node->Describe(), " has no kernel: run LowerKernels before Executor"));
     }
-    Step step{node.get(), {}};
+    Step step{node.get(), node->Describe(), {}};
     for (const Value* input : node->inputs) {
       step.io.inputs.push_back(executor->ViewOf(*input));
       auto async = async_steps.find(input->producer);
@@ -121,6 +122,7 @@ absl::Status Executor::Run() {
       }
     }
     const Kernel& kernel = *step.node->kernel;
+    whereabouts::EnterNode(step.label);
     const bool exposed = kernel.communicates() && !kernel.asynchronous();
     const Clock::time_point start = exposed ? Clock::now() : Clock::time_point();
     if (profiling_) step.timer->Start();
@@ -135,6 +137,7 @@ absl::Status Executor::Run() {
       exposed_wait_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     }
   }
+  whereabouts::LeaveStep();
   LS_RETURN_IF_ERROR(WaitAll());
   return profiling_ ? AddProfiledTimes() : absl::OkStatus();
 }

@@ -88,6 +88,7 @@ class Executor {
 
   struct Step {
     Node* node;
+    std::string label;  // node->Describe(), for the hang report (core/whereabouts.h)
     KernelIO io;
     std::vector<size_t> waits_for;       // asynchronous steps whose outputs this one reads
     bool pending = false;                // asynchronous and not waited for yet

@@ -5,6 +5,8 @@
 
 #include "absl/strings/numbers.h"
 #include "core/logging.h"
+#include "core/whereabouts.h"
+#include "parallel/watchdog.h"
 
 namespace lockstep::parallel {
 namespace {
@@ -17,9 +19,10 @@ absl::Status CollectiveHandle::Wait(std::chrono::milliseconds timeout) {
   if (state_ == nullptr) return absl::OkStatus();  // nothing was submitted
   std::unique_lock<std::mutex> lock(state_->mutex);
   if (!state_->cv.wait_for(lock, timeout, [this] { return state_->done; })) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("collective ", state_->label, " did not finish within ",
-                     timeout.count() / 1000.0, " s: a rank died or took another path"));
+    return absl::DeadlineExceededError(absl::StrCat(
+        "collective #", state_->sequence, " ", state_->label, " did not finish within ",
+        timeout.count() / 1000.0, " s: a rank died or took another path",
+        DescribeWhereRanksAre(state_->sequence)));
   }
   return state_->status;
 }
@@ -45,6 +48,7 @@ CollectiveHandle CollectiveQueue::Submit(std::string label,
                                          std::function<absl::Status()> collective) {
   CollectiveHandle handle;
   handle.state_ = std::make_shared<CollectiveHandle::State>();
+  handle.state_->sequence = whereabouts::IssueCollective(label);
   handle.state_->label = std::move(label);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -65,6 +69,7 @@ void CollectiveQueue::Loop() {
       pending_.pop_front();
     }
     absl::Status status = work.run();
+    whereabouts::CompleteCollective(work.state->sequence);
     {
       std::lock_guard<std::mutex> lock(work.state->mutex);
       work.state->status = std::move(status);

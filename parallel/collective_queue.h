@@ -22,7 +22,8 @@ namespace lockstep::parallel {
 class CollectiveHandle {
  public:
   // Blocks until the collective finished or `timeout` passed. A timeout is a
-  // DeadlineExceeded error naming the collective: a rank died or took another path.
+  // DeadlineExceeded error naming the collective (a rank died or took another path) and, in a
+  // multi-rank job, where each rank is (parallel/watchdog.h).
   absl::Status Wait(std::chrono::milliseconds timeout);
   bool done() const;
 
@@ -34,6 +35,7 @@ class CollectiveHandle {
     bool done = false;
     absl::Status status;
     std::string label;
+    int64_t sequence = 0;  // core/whereabouts.h
   };
   std::shared_ptr<State> state_;
 };

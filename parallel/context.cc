@@ -9,6 +9,7 @@
 #include "core/logging.h"
 #include "parallel/agree.h"
 #include "parallel/mpi_communicator.h"
+#include "parallel/watchdog.h"
 #ifdef LOCKSTEP_WITH_CUDA
 #include "core/cuda_util.h"
 #include "parallel/nccl_communicator.h"
@@ -118,6 +119,7 @@ absl::Status ContextBuilder::StartMpi(int* argc, char*** argv, Context* context)
   MPI_RETURN_IF_ERROR(MPI_Comm_size(local, &context->local_size_));
   MPI_RETURN_IF_ERROR(MPI_Comm_free(&local));
   LS_ASSIGN_OR_RETURN(context->host_world_, MpiCommunicator::Create(MPI_COMM_WORLD));
+  LS_RETURN_IF_ERROR(StartWatchdog());
   return StartDeviceWorld(context);
 }
 
@@ -145,6 +147,7 @@ absl::Status ContextBuilder::StartDeviceWorld([[maybe_unused]] Context* context)
 }
 
 void ContextBuilder::Release(Context* context) {
+  StopWatchdog();
   context->device_world_.reset();
   context->host_world_.reset();
 }

@@ -7,9 +7,10 @@
 //   the job to be terminated. The first process to do so was: ... Exit code: 3
 // Where the launcher does not (OMPI_MCA_orte_abort_on_non_zero_status=0, other launchers), the
 // survivors, waiting on the AllReduce through a CollectiveQueue, give up after
-// LOCKSTEP_COLLECTIVE_TIMEOUT_S and Abort: "lockstep: [rank 0] error: collective AllReduce
-// 'dead_rank/gradient' did not finish within 2 s: a rank died or took another path", then
-// MPI_Abort ends the job with exit code 1.
+// LOCKSTEP_COLLECTIVE_TIMEOUT_S, find rank 1 unresponsive (parallel/watchdog.h) and Abort:
+// "lockstep: [rank 0] error: collective #1 AllReduce 'dead_rank/gradient' did not finish within
+// 2 s: a rank died or took another path; where each rank is: ... rank 1: unresponsive ...",
+// then MPI_Abort ends the job with exit code 1.
 
 #include <cstdlib>
 

@@ -1,0 +1,162 @@
+#include "parallel/watchdog.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/whereabouts.h"
+#include "parallel/mpi_communicator.h"
+
+namespace lockstep::parallel {
+namespace {
+
+constexpr int kQueryTag = 1;
+constexpr int kAnswerTag = 2;
+constexpr auto kPollEvery = std::chrono::milliseconds(20);
+// How long the asking rank waits for the answers; then the silent ranks are unresponsive.
+constexpr auto kAnswerWithin = std::chrono::seconds(5);
+
+// whereabouts::Snapshot over the wire: "issued\tcompleted\tissued_label\tnode".
+std::string Encode(const whereabouts::Snapshot& now) {
+  return absl::StrCat(now.issued, "\t", now.completed, "\t", now.issued_label, "\t", now.node);
+}
+
+std::optional<whereabouts::Snapshot> Decode(const std::string& text) {
+  std::vector<std::string> fields = absl::StrSplit(text, absl::MaxSplits('\t', 3));
+  whereabouts::Snapshot now;
+  if (fields.size() != 4 || !absl::SimpleAtoi(fields[0], &now.issued) ||
+      !absl::SimpleAtoi(fields[1], &now.completed)) {
+    return std::nullopt;
+  }
+  now.issued_label = fields[2];
+  now.node = fields[3];
+  return now;
+}
+
+std::string DescribeRank(int rank, const whereabouts::Snapshot& now, int64_t waited) {
+  std::string line = absl::StrCat("  rank ", rank, ": ");
+  if (now.issued < waited) absl::StrAppend(&line, "has not arrived; ");
+  if (now.issued == 0) {
+    absl::StrAppend(&line, "no collective issued yet");
+  } else {
+    absl::StrAppend(&line, "last issued collective #", now.issued, " ", now.issued_label,
+                    ", completed up to #", now.completed);
+  }
+  absl::StrAppend(&line, now.node.empty() ? ", between steps" : ", running " + now.node);
+  return line;
+}
+
+// Answers "where are you" from any rank until stopped.
+class Watchdog {
+ public:
+  explicit Watchdog(MPI_Comm comm) : comm_(comm), thread_([this] { Answer(); }) {}
+  ~Watchdog() {
+    stopping_ = true;
+    thread_.join();
+    MPI_Comm_free(&comm_);
+  }
+
+  std::string Survey(int64_t waited) const;
+
+ private:
+  void Answer() {
+    while (!stopping_) {
+      int query = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, comm_, &query, &status) != MPI_SUCCESS) return;
+      if (!query) {
+        std::this_thread::sleep_for(kPollEvery);
+        continue;
+      }
+      char byte = 0;
+      MPI_Recv(&byte, 1, MPI_BYTE, status.MPI_SOURCE, kQueryTag, comm_, MPI_STATUS_IGNORE);
+      const std::string answer = Encode(whereabouts::Now());
+      MPI_Send(answer.data(), static_cast<int>(answer.size()), MPI_CHAR, status.MPI_SOURCE,
+               kAnswerTag, comm_);
+    }
+  }
+
+  MPI_Comm comm_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+std::string Watchdog::Survey(int64_t waited) const {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm_, &rank);
+  MPI_Comm_size(comm_, &size);
+  std::vector<std::optional<whereabouts::Snapshot>> answers(size);
+  answers[rank] = whereabouts::Now();
+  const char query = 0;
+  for (int other = 0; other < size; ++other) {
+    if (other == rank) continue;
+    MPI_Request request;
+    MPI_Isend(&query, 1, MPI_BYTE, other, kQueryTag, comm_, &request);
+    MPI_Request_free(&request);  // a byte goes out eagerly; a dead rank's is never received
+  }
+  int pending = size - 1;
+  const auto deadline = std::chrono::steady_clock::now() + kAnswerWithin;
+  while (pending > 0 && std::chrono::steady_clock::now() < deadline) {
+    int ready = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, kAnswerTag, comm_, &ready, &status);
+    if (!ready) {
+      std::this_thread::sleep_for(kPollEvery);
+      continue;
+    }
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_CHAR, &bytes);
+    std::string text(bytes, '\0');
+    MPI_Recv(text.data(), bytes, MPI_CHAR, status.MPI_SOURCE, kAnswerTag, comm_, MPI_STATUS_IGNORE);
+    if (!answers[status.MPI_SOURCE].has_value()) --pending;
+    answers[status.MPI_SOURCE] = Decode(text);
+  }
+  std::vector<std::string> lines = {"; where each rank is:"};
+  std::vector<int> missing;
+  for (int other = 0; other < size; ++other) {
+    if (!answers[other].has_value()) {
+      lines.push_back(absl::StrCat("  rank ", other, ": unresponsive (no answer within ",
+                                   kAnswerWithin.count(), " s)"));
+      missing.push_back(other);
+    } else {
+      lines.push_back(DescribeRank(other, *answers[other], waited));
+      if (answers[other]->issued < waited) missing.push_back(other);
+    }
+  }
+  lines.push_back(missing.empty() ? absl::StrCat("  every rank issued collective #", waited)
+                                  : absl::StrCat("  not at collective #", waited, ": rank(s) ",
+                                                 absl::StrJoin(missing, ", ")));
+  return absl::StrJoin(lines, "\n");
+}
+
+std::atomic<Watchdog*> g_watchdog{nullptr};
+
+}  // namespace
+
+absl::Status StartWatchdog() {
+  int size = 0, thread_level = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Query_thread(&thread_level);
+  if (size < 2 || thread_level < MPI_THREAD_MULTIPLE) return absl::OkStatus();
+  MPI_Comm comm;
+  MPI_RETURN_IF_ERROR(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+  whereabouts::Enable();
+  g_watchdog.store(new Watchdog(comm));
+  return absl::OkStatus();
+}
+
+void StopWatchdog() { delete g_watchdog.exchange(nullptr); }
+
+std::string DescribeWhereRanksAre(int64_t waited) {
+  const Watchdog* watchdog = g_watchdog.load();
+  return watchdog != nullptr ? watchdog->Survey(waited) : "";
+}
+
+}  // namespace lockstep::parallel
