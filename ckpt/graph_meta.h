@@ -32,6 +32,7 @@ struct GraphSummary {
   bool fingerprint_matches = false;  // the stored one is the graph's own
 };
 
+// Of a graph that ReadGraphMeta accepted (it rejects sums that overflow) or ToProto made.
 GraphSummary SummarizeGraph(const lockstep::proto::GraphDef& graph);
 
 }  // namespace lockstep::ckpt

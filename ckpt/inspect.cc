@@ -53,11 +53,18 @@ void CheckManifest(const proto::Manifest& manifest, std::vector<std::string>* pr
     }
   }
   const int expected = manifest.all_ranks() ? manifest.world_size() : 1;
-  for (int rank = 0; rank < expected; ++rank) {
-    if (!ranks.contains(rank)) {
-      problems->push_back(absl::StrCat("the manifest lists no file for rank ", rank));
-    }
+  // The first few missing ranks, then a count: a corrupt world size may be two billion.
+  std::vector<std::string> missing;
+  for (int rank = 0; rank < expected && std::ssize(missing) < kMaxNamesListed; ++rank) {
+    if (!ranks.contains(rank)) missing.push_back(absl::StrCat(rank));
   }
+  if (missing.empty()) return;
+  const int64_t listed =
+      std::count_if(ranks.begin(), ranks.end(), [&](int r) { return r < expected; });
+  const int64_t more = expected - listed - static_cast<int64_t>(missing.size());
+  problems->push_back(absl::StrCat("the manifest lists no file for rank ",
+                                   absl::StrJoin(missing, ", "),
+                                   more > 0 ? absl::StrCat(" and ", more, " more") : ""));
 }
 
 void CheckMeta(const std::string& dir, const proto::Manifest& manifest, int rank,

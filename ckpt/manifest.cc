@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "ckpt/file_io.h"
 #include "ckpt/naming.h"
 
@@ -37,6 +38,14 @@ absl::StatusOr<proto::Manifest> ReadManifest(const std::string& path) {
   if (manifest.version() != kManifestVersion) {
     return absl::DataLossError(absl::StrCat(path, ": manifest version ", manifest.version(),
                                             ", this build reads ", kManifestVersion));
+  }
+  // Resume and verify open these names inside the directory: a path would lead out of it.
+  for (const proto::RankFile& file : manifest.files()) {
+    if (file.file().empty() || file.file() == "." || file.file() == ".." ||
+        absl::StrContains(file.file(), '/')) {
+      return absl::DataLossError(absl::StrCat(path, ": rank ", file.rank(), "'s file '",
+                                              file.file(), "' is not a file name"));
+    }
   }
   return manifest;
 }

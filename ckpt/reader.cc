@@ -51,12 +51,16 @@ absl::StatusOr<uint32_t> Crc32OfPrefix(const ReadOnlyFile& file, uint64_t bytes)
   return static_cast<uint32_t>(crc);
 }
 
-// Bytes of `count` elements of `size` bytes, or nullopt on overflow.
+// Bytes of a tensor of `dims` (not negative) and elements of `size` bytes, or nullopt when they
+// or its element count overflow. The count is multiplied out from the left, as NumElements does,
+// so [2^32, 2^31, 0] (no bytes, but 2^63 on the way) is refused.
 std::optional<uint64_t> ContentBytes(const std::vector<int64_t>& dims, size_t size) {
-  uint64_t bytes = size;
+  int64_t elements = 1;
   for (int64_t dim : dims) {
-    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &bytes)) return std::nullopt;
+    if (__builtin_mul_overflow(elements, dim, &elements)) return std::nullopt;
   }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(elements), size, &bytes)) return std::nullopt;
   return bytes;
 }
 
@@ -132,7 +136,10 @@ absl::Status EntryBuilder::StartEntry(proto::Checkpoint::Value& value, const Ten
   proto::TensorProto* tensor = value.mutable_tensor();
   dims_.assign(tensor->dims().begin(), tensor->dims().end());
   std::optional<uint64_t> expected = ContentBytes(dims_, type.size);
-  if (type.numeric() && (!expected.has_value() || *expected > content_bytes_)) {
+  if (!expected.has_value()) {
+    return Error(offset, tag, absl::StrCat("its dims ", ShapeToString(dims_), " overflow 64 bits"));
+  }
+  if (type.numeric() && *expected > content_bytes_) {
     return Error(offset, tag,
                  absl::StrCat("its dims ", ShapeToString(dims_),
                               " need more bytes than the whole file holds (", content_bytes_, ")"));

@@ -15,6 +15,7 @@ packages=(
   python3-protobuf
   libonnx-dev  # ONNX schema and checker of lockstep-ckpt export
   python3-onnx python3-opencv  # independent checks of the exported ONNX files (tests)
+  clang libclang-rt-dev libomp-dev  # the libFuzzer targets (scripts/fuzz.sh)
 )
 
 missing=()

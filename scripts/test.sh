@@ -2,7 +2,8 @@
 # Sets everything up and runs the whole test suite: installs the Debian dependencies, configures
 # (CUDA parts when /usr/local/cuda is present), builds with warnings as errors, runs CTest. On an
 # AVX-512 machine the layout and convolution tests run again with oneDNN capped at AVX2, so the
-# 8-channel blocked layouts and oneDNN's AVX2 kernels are tested there too.
+# 8-channel blocked layouts and oneDNN's AVX2 kernels are tested there too. Then the libFuzzer
+# targets run for 30 s each (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -14,3 +15,5 @@ if grep -q avx512f /proc/cpuinfo; then
 else
   echo "skipped the DNNL_MAX_CPU_ISA=AVX2 run of the layout and convolution tests: no AVX-512"
 fi
+cd - >/dev/null  # back to the repository root
+bash scripts/fuzz.sh  # the libFuzzer targets, 30 s each

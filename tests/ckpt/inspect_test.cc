@@ -214,6 +214,18 @@ TEST_F(VerifyTest, NamesAGraphMetaOfAnotherGraph) {
             std::string::npos);
 }
 
+// A corrupt world size is one problem naming the first missing ranks, not one per rank
+// (tests/fuzz/manifest_fuzzer found a world size of 1e9 running out of memory).
+TEST_F(VerifyTest, AHugeWorldSizeIsOneProblem) {
+  absl::StatusOr<proto::Manifest> manifest = FindManifest(dir_.path(), "", std::nullopt);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  manifest->set_world_size(2000000000);
+  const VerifyReport report = VerifyStep(dir_.path(), *manifest);
+  ASSERT_EQ(report.problems.size(), 1u) << Problems(report);
+  EXPECT_EQ(report.problems[0],
+            "the manifest lists no file for rank 2, 3, 4, 5, 6 and 1999999993 more");
+}
+
 TEST_F(VerifyTest, NoManifestMeansNoCompleteStep) {
   TempDir empty;
   EXPECT_NE(FindManifest(empty.path(), "", std::nullopt).status().message().find("no manifest"),

@@ -228,5 +228,63 @@ TEST(CkptManagerTest, GraphMetaHoldsTheGraphAndItsFingerprint) {
   EXPECT_TRUE(SummarizeGraph(*read).fingerprint_matches);
 }
 
+// A corrupt .meta may hold any integers (found by tests/fuzz/graph_meta_fuzzer): sizes that are
+// negative or overflow 64 bits when summed are an error naming the file, not undefined behaviour.
+TEST(CkptManagerTest, GraphMetaWithOverflowingSizesIsRefusedNamingTheFile) {
+  TempDir dir;
+  const std::string path = dir.Join("net_0-graph.meta");
+  auto expect_refused = [&](const lockstep::proto::GraphDef& graph, const std::string& what) {
+    ASSERT_TRUE(WriteGraphMeta(path, graph).ok());
+    absl::StatusOr<lockstep::proto::GraphDef> read = ReadGraphMeta(path);
+    ASSERT_FALSE(read.ok()) << what;
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(read.status().message().find(path + ": not a valid graph: " + what),
+              std::string::npos)
+        << read.status();
+  };
+  lockstep::proto::GraphDef dims;
+  lockstep::proto::Parameter* w = dims.add_parameters();
+  w->set_name("w");
+  w->add_dims(int64_t{1} << 40);
+  w->add_dims(int64_t{1} << 40);
+  expect_refused(dims, "parameter 'w': dims [1099511627776, 1099511627776] are negative");
+  w->set_dims(0, -3);
+  expect_refused(dims, "parameter 'w': dims [-3, 1099511627776] are negative");
+
+  lockstep::proto::GraphDef bytes;
+  bytes.add_parameters()->set_bytes(uint64_t{1} << 63);
+  expect_refused(bytes, "the parameters' sizes overflow 64 bits");
+
+  lockstep::proto::GraphDef fusion;
+  for (int i = 0; i < 2; ++i) {
+    lockstep::proto::NodeDef* node = fusion.add_nodes();
+    node->set_op("AllReduce");
+    (*node->mutable_attrs())["fusion"].set_i(1);
+    (*node->mutable_attrs())["bytes"].set_i(INT64_MAX);
+  }
+  expect_refused(fusion, "the bytes of AllReduce fusion group 1 overflow 64 bits");
+}
+
+// Resume and verify open the files a manifest names inside its directory: a path is refused.
+TEST(CkptManagerTest, AManifestNamingAFileOutsideItsDirectoryIsRefused) {
+  TempDir dir;
+  proto::Manifest manifest;
+  manifest.set_version(kManifestVersion);
+  manifest.set_prefix("net");
+  manifest.set_world_size(1);
+  manifest.set_all_ranks(true);
+  proto::RankFile* file = manifest.add_files();
+  file->set_file("../net_0-1_1.ckpt");
+  absl::StatusOr<std::string> path = WriteManifest(dir.path(), manifest);
+  ASSERT_TRUE(path.ok()) << path.status();
+  absl::StatusOr<proto::Manifest> read = ReadManifest(*path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find(*path + ": rank 0's file '../net_0-1_1.ckpt' is not a "
+                                                 "file name"),
+            std::string::npos)
+      << read.status();
+  EXPECT_EQ(LatestCompleteStep(dir.path(), "net").status().code(), absl::StatusCode::kDataLoss);
+}
+
 }  // namespace
 }  // namespace lockstep::ckpt

@@ -153,10 +153,14 @@ TEST(CkptRobustnessTest, BadShapesTypesAndTagsAreNamed) {
   complex.mutable_tensor()->set_tensor_type("Complex64");
   proto::Checkpoint::Value no_type = FloatValue("n", {2}, 8);
   no_type.mutable_tensor()->clear_tensor_type();
+  // No bytes, but NumElements would pass 2^63 on the way (tests/fuzz/regressions/checkpoint/).
+  proto::Checkpoint::Value many = FloatValue("m", {int64_t{1} << 32, int64_t{1} << 31, 0}, 0);
+  many.mutable_tensor()->set_tensor_type("UInt8");
   const std::vector<BadValues> cases = {
       {"overflowing dims",
        {FloatValue("w", {int64_t{1} << 40, int64_t{1} << 40}, 4)},
-       "tensor 'w': its dims [1099511627776, 1099511627776] need more bytes than the whole file"},
+       "tensor 'w': its dims [1099511627776, 1099511627776] overflow 64 bits"},
+      {"element count over 64 bits", {many}, "its dims [4294967296, 2147483648, 0] overflow"},
       {"dims over the file", {FloatValue("w", {1 << 20, 1 << 10}, 4)}, "need more bytes"},
       {"short content", {FloatValue("w", {4}, 12)}, "12 bytes of content in 1 slice(s), but"},
       {"slices over the dims",

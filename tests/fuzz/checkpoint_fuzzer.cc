@@ -1,0 +1,53 @@
+// libFuzzer target of the .ckpt reader: the input is read as a checkpoint file the way
+// `lockstep-ckpt list` reads one (CRC problems tolerated, so the parser sees mutated content) and
+// the way resume does (CRC required), then every entry goes through what the readers' callers
+// do with it. A rejected file must be a clear error naming the file.
+
+#include <google/protobuf/stubs/logging.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ckpt/inspect.h"
+#include "ckpt/reader.h"
+#include "core/logging.h"
+#include "tests/fuzz/fuzz_dir.h"
+
+namespace lockstep::ckpt {
+namespace {
+
+void Use(const absl::StatusOr<CheckpointData>& data, const std::string& path) {
+  if (!data.ok()) {
+    LS_CHECK(data.status().message().find(path) != absl::string_view::npos) << data.status();
+    return;
+  }
+  for (const Entry& entry : data->entries) {
+    if (!entry.type->numeric()) continue;
+    LS_CHECK(entry.content.size() ==
+             static_cast<uint64_t>(NumElements(entry.shape)) * entry.type->size)
+        << entry.name << ": " << entry.content.size() << " bytes for "
+        << ShapeToString(entry.shape);
+    ComputeStats(entry);
+    if (entry.type->dtype.has_value()) LS_CHECK(entry.ToTensor().ok()) << entry.name;
+  }
+  data->Int64Scalar("step_num").IgnoreError();
+}
+
+}  // namespace
+}  // namespace lockstep::ckpt
+
+// Protobuf logs every invalid UTF-8 tag it parses; the reader's errors say enough.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace lockstep::ckpt;
+  static const lockstep::fuzz::FuzzDir dir;
+  const std::string path = dir.Write("net_0-1_1.ckpt", data, size);
+  Use(ReadCheckpoint(path, {.require_crc = false, .fail_on_crc_mismatch = false}), path);
+  Use(ReadCheckpoint(path), path);
+  return 0;
+}
