@@ -18,31 +18,13 @@ import subprocess
 import sys
 import tempfile
 
-SKIPPED = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
+import pypi_venv  # noqa: E402
+from pypi_venv import SKIPPED  # noqa: E402
+
 MODELS = [("lenet", 32), ("resnet8", 32), ("resnet18", 32)]
 ORT_PACKAGES = ["onnxruntime", "numpy"]
 TOLERANCE = 1e-4
-
-
-def ensure_venv(venv):
-    """True once `venv` has onnxruntime; False, having said why, when it cannot be made."""
-    python = os.path.join(venv, "bin", "python")
-    probe = [python, "-c", "import onnxruntime, numpy"]
-    if os.path.exists(python) and subprocess.run(probe, capture_output=True).returncode == 0:
-        return True
-    steps = [[sys.executable, "-m", "venv", "--clear", venv],
-             [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-              "--timeout", "30"] + ORT_PACKAGES]
-    for step in steps:
-        try:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=600)
-        except subprocess.TimeoutExpired:
-            print(f"skipped: {' '.join(step)} took over 600 s")
-            return False
-        if done.returncode != 0:
-            print(f"skipped: {' '.join(step)} failed (no PyPI?):\n{done.stderr[-2000:]}")
-            return False
-    return True
 
 
 def run_onnxruntime(path, images_npy):
@@ -64,7 +46,7 @@ def logits_of(runtime, path, images_npy, venv):
         net = cv2.dnn.readNetFromONNX(path)
         net.setInput(np.load(images_npy), "images")
         return net.forward("logits")
-    python = os.path.join(venv, "bin", "python")
+    python = pypi_venv.python_of(venv)
     out = subprocess.run([python, __file__, "--ort-run", path, images_npy], check=True,
                          capture_output=True, text=True).stdout
     return np.array(json.loads(out), dtype=np.float32)
@@ -156,7 +138,8 @@ def main():
     except ImportError as e:
         print(f"skipped: {e} (apt-get install python3-onnx python3-opencv)")
         return SKIPPED
-    if args.runtime == "onnxruntime" and not ensure_venv(args.venv):
+    if args.runtime == "onnxruntime" and not pypi_venv.ensure(args.venv, ORT_PACKAGES,
+                                                              "onnxruntime, numpy"):
         return SKIPPED
     with tempfile.TemporaryDirectory() as work:
         ckpts = {name: check_model(args, name, size, work) for name, size in MODELS}

@@ -14,33 +14,11 @@ import subprocess
 import sys
 import tempfile
 
-SKIPPED = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testing"))
+import pypi_venv  # noqa: E402
+from pypi_venv import SKIPPED  # noqa: E402
+
 PACKAGE = "tensorboard>=2.10,<3"
-
-
-def venv_python(venv):
-    return os.path.join(venv, "bin", "python")
-
-
-def ensure_venv(venv):
-    """True once `venv` has TensorBoard; False, having said why, when it cannot be made."""
-    python = venv_python(venv)
-    probe = [python, "-c", "import tensorboard.backend.event_processing.event_accumulator"]
-    if os.path.exists(python) and subprocess.run(probe, capture_output=True).returncode == 0:
-        return True
-    steps = [[sys.executable, "-m", "venv", "--clear", venv],
-             [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-              "--timeout", "30", PACKAGE]]
-    for step in steps:
-        try:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=600)
-        except subprocess.TimeoutExpired:
-            print(f"skipped: {' '.join(step)} took over 600 s")
-            return False
-        if done.returncode != 0:
-            print(f"skipped: {' '.join(step)} failed (no PyPI?):\n{done.stderr[-2000:]}")
-            return False
-    return True
 
 
 def check(directory):
@@ -74,11 +52,13 @@ def main():
     if args.check:
         check(args.check)
         return 0
-    if not ensure_venv(args.venv):
+    if not pypi_venv.ensure(args.venv, [PACKAGE],
+                            "tensorboard.backend.event_processing.event_accumulator"):
         return SKIPPED
     with tempfile.TemporaryDirectory() as directory:
         subprocess.run([args.writer, directory], check=True)
-        return subprocess.run([venv_python(args.venv), __file__, "--check", directory]).returncode
+        checker = [pypi_venv.python_of(args.venv), __file__, "--check", directory]
+        return subprocess.run(checker).returncode
 
 
 if __name__ == "__main__":
