@@ -66,8 +66,8 @@ std::string PlotCommand(const Series& series, bool accuracy_panel) {
 
 std::string Script(const Series& series, const std::string& loss_plot,
                    const std::string& accuracy_plot) {
-  std::string script = absl::StrCat("set terminal pngcairo size 1000,800 font 'sans,11'\n",
-                                    "set output '", kCurvesFileName, "'\n");
+  std::string script = absl::StrCat("set terminal pngcairo size ", kCurvesWidth, ",", kCurvesHeight,
+                                    " font 'sans,11'\n", "set output '", kCurvesFileName, "'\n");
   int64_t last_step = 1;
   for (const Curve& curve : kCurves) {
     if (!series.contains(curve.tag)) continue;

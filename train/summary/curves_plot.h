@@ -13,6 +13,8 @@ namespace lockstep::train::summary {
 
 inline constexpr char kCurvesFileName[] = "curves.png";
 inline constexpr char kCurvesScriptName[] = "curves.gp";
+inline constexpr int kCurvesWidth = 1000;  // pixels of curves.png
+inline constexpr int kCurvesHeight = 800;
 
 enum class PlotOutcome {
   kDrawn,
