@@ -3,8 +3,6 @@
 // the way resume does (CRC required), then every entry goes through what the readers' callers
 // do with it. A rejected file must be a clear error naming the file.
 
-#include <google/protobuf/stubs/logging.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -37,11 +35,6 @@ void Use(const absl::StatusOr<CheckpointData>& data, const std::string& path) {
 }  // namespace
 }  // namespace lockstep::ckpt
 
-// Protobuf logs every invalid UTF-8 tag it parses; the reader's errors say enough.
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  google::protobuf::SetLogHandler(nullptr);
-  return 0;
-}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep::ckpt;

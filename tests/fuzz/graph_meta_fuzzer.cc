@@ -2,8 +2,6 @@
 // as `lockstep-ckpt meta` and `lockstep-ckpt verify` do. A rejected file must be a clear error
 // naming the file.
 
-#include <google/protobuf/stubs/logging.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,11 +10,6 @@
 #include "core/logging.h"
 #include "tests/fuzz/fuzz_dir.h"
 
-// Protobuf logs every invalid UTF-8 string it rejects; the reader's error says enough.
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  google::protobuf::SetLogHandler(nullptr);
-  return 0;
-}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep::ckpt;

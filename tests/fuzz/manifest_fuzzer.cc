@@ -2,8 +2,6 @@
 // directory, read directly, then found and checked as `lockstep-ckpt verify` does and chosen as
 // resume does. The directory holds no checkpoint, so the files it names are missing.
 
-#include <google/protobuf/stubs/logging.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -14,11 +12,6 @@
 #include "core/logging.h"
 #include "tests/fuzz/fuzz_dir.h"
 
-// Protobuf logs every invalid UTF-8 string it rejects; the reader's error says enough.
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  google::protobuf::SetLogHandler(nullptr);
-  return 0;
-}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep::ckpt;
