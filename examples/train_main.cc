@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "core/logging.h"
 #include "core/threads.h"
@@ -57,7 +58,8 @@ struct Flags {
   int keep_max = 5;
   std::string resume;
   std::string on_save_error = "stop";
-  double loss_scale = 1.0;
+  std::string loss_scale = "1";  // a number, or "dynamic"
+  DynamicLossScale dynamic_scale;
   int64_t log_every = 20;
   std::string progress = "auto";
   bool sync_bn = false;
@@ -106,7 +108,21 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "continue")
       ->check(CLI::IsMember({"stop", "continue"}))
       ->capture_default_str();
-  app.add_option("--loss-scale", f.loss_scale, "fixed loss scale")->capture_default_str();
+  app.add_option("--loss-scale", f.loss_scale,
+                 "a fixed loss scale, or dynamic: skip the update and divide the scale when the "
+                 "gradients overflow, grow it after a window of finite steps")
+      ->capture_default_str();
+  app.add_option("--loss-scale-init", f.dynamic_scale.initial, "dynamic: initial scale")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--loss-scale-factor", f.dynamic_scale.factor,
+                 "dynamic: divisor on overflow and multiplier after a window")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--loss-scale-window", f.dynamic_scale.window,
+                 "dynamic: finite steps in a row before the scale grows")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--log-every", f.log_every, "loss line every N steps (0: off)")
       ->capture_default_str();
   app.add_option("--progress", f.progress,
@@ -238,12 +254,17 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
     return absl::InvalidArgumentError(absl::StrCat(
         "--batch-size ", f.batch_size, " does not divide among ", ctx.size(), " ranks"));
   }
-  ModelOptions options{.loss_scale = f.loss_scale,
-                       .batch_size = f.batch_size / ctx.size(),
+  ModelOptions options{.batch_size = f.batch_size / ctx.size(),
                        .image_shape = {3, f.image_size, f.image_size},
                        .seed = f.seed,
                        .num_threads = f.threads,
                        .accumulation_steps = f.grad_accum};
+  if (f.loss_scale == "dynamic") {
+    options.dynamic_loss_scale = f.dynamic_scale;
+  } else if (!absl::SimpleAtod(f.loss_scale, &options.loss_scale) || !(options.loss_scale > 0.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--loss-scale must be a positive number or 'dynamic', got '", f.loss_scale, "'"));
+  }
   LS_ASSIGN_OR_RETURN(options.device, ChooseDevice(f, ctx));
   if (ctx.size() > 1) {
     options.parallel = {.mode = parallel::ParallelMode::kDataParallel,
@@ -265,7 +286,7 @@ std::shared_ptr<Callback> MakeProgress(const Flags& f, const parallel::Context& 
 Callbacks MakeCallbacks(const Flags& f, const Data& data, const parallel::Context& ctx,
                         int64_t steps_per_epoch, const std::shared_ptr<SummaryCallback>& summary) {
   const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
-  Callbacks callbacks;
+  Callbacks callbacks = {std::make_shared<TerminateOnNaN>(world)};
   if (ctx.rank() == 0) {
     if (std::shared_ptr<Callback> progress = MakeProgress(f, ctx, steps_per_epoch)) {
       callbacks.push_back(std::move(progress));

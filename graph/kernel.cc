@@ -30,6 +30,11 @@ LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& 
   return choice;
 }
 
+LayoutChoice InputLayoutsPlainOutputs(const Node& node,
+                                      const std::vector<Layout>& producer_layouts) {
+  return {producer_layouts, std::vector<Layout>(node.outputs.size(), Layout::kPlain)};
+}
+
 absl::Status ReorderInto(const Tensor& from, Layout from_layout, Tensor to, Layout to_layout) {
   LS_CHECK(from.shape() == to.shape() && from.dtype() == to.dtype())
       << "reorder of " << ShapeToString(from.shape()) << " into " << ShapeToString(to.shape());

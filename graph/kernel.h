@@ -56,6 +56,9 @@ LayoutChoice PlainLayouts(const Node& node, const std::vector<Layout>& producer_
 LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>& producer_layouts);
 // In-place ops on several values (collectives): output i keeps the layout of input i.
 LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& producer_layouts);
+// Reductions indifferent to layout: inputs stay as produced, outputs are plain.
+LayoutChoice InputLayoutsPlainOutputs(const Node& node,
+                                      const std::vector<Layout>& producer_layouts);
 
 struct KernelDef {
   std::string op;

@@ -1,13 +1,22 @@
 // Momentum: the SGD-with-momentum update, written in place into the parameter and its moment.
 // Accumulate: gradient accumulation over micro-batches, in place into the accumulator.
+// AllFinite and UpdateLossScale: dynamic loss scaling (train/passes/apply_optimizer.h).
 
+#include "absl/strings/str_join.h"
 #include "graph/op_registry.h"
 
 namespace lockstep {
 namespace {
 
-// (param, grad, moment, lr []) -> (param', moment').
+const TensorType kF32Scalar{{}, DType::kF32};
+
+// (param, grad, moment, lr [] [, loss_scale [], finite []]) -> (param', moment').
 absl::StatusOr<std::vector<TensorType>> InferMomentum(const InferContext& ctx) {
+  if (ctx.inputs.size() != 4 && ctx.inputs.size() != 6) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expects (param, grad, moment, lr) or (param, grad, moment, lr, loss_scale, finite), got ",
+        ctx.inputs.size(), " inputs"));
+  }
   const TensorType& param = ctx.inputs[0];
   if (param.dtype != DType::kF32) {
     return absl::InvalidArgumentError(absl::StrCat("param must be f32, got ", TypeToString(param)));
@@ -20,10 +29,12 @@ absl::StatusOr<std::vector<TensorType>> InferMomentum(const InferContext& ctx) {
                                                      TypeToString(ctx.inputs[i])));
     }
   }
-  const TensorType scalar{{}, DType::kF32};
-  if (ctx.inputs[3] != scalar) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lr must be f32[], got ", TypeToString(ctx.inputs[3])));
+  const char* scalars[] = {"lr", "loss_scale", "finite"};
+  for (size_t i = 3; i < ctx.inputs.size(); ++i) {
+    if (ctx.inputs[i] != kF32Scalar) {
+      return absl::InvalidArgumentError(absl::StrCat(scalars[i - 3], " must be f32[], got ",
+                                                     TypeToString(ctx.inputs[i])));
+    }
   }
   if (ctx.attrs.GetFloat("loss_scale") <= 0.0) {
     return absl::InvalidArgumentError(
@@ -34,8 +45,10 @@ absl::StatusOr<std::vector<TensorType>> InferMomentum(const InferContext& ctx) {
 
 // g = grad / loss_scale + weight_decay * param; moment = momentum * moment + g;
 // param -= lr * (nesterov ? g + momentum * moment : moment). As MindSpore and PyTorch.
+// With the inputs loss_scale and finite (dynamic loss scaling), the gradient is divided by the
+// attribute times the input, and nothing is written when finite is 0: the step is skipped.
 REGISTER_OP("Momentum")
-    .Inputs(4)
+    .Inputs(kVariadic)
     .Outputs(2)
     .Attr("momentum", 0.9)
     .Attr("weight_decay", 0.0)
@@ -59,6 +72,51 @@ absl::StatusOr<std::vector<TensorType>> InferAccumulate(const InferContext& ctx)
 }
 
 REGISTER_OP("Accumulate").Inputs(3).Infer(InferAccumulate).InPlace(0, 0);
+
+// (tensors...) -> finite f32[]: 1 when no element of any input is Inf or NaN, else 0.
+absl::StatusOr<std::vector<TensorType>> InferAllFinite(const InferContext& ctx) {
+  if (ctx.inputs.empty()) return absl::InvalidArgumentError("expects at least one input");
+  for (const TensorType& input : ctx.inputs) {
+    if (input.dtype != DType::kF32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("inputs must be f32, got ", TypeToString(input)));
+    }
+  }
+  return std::vector<TensorType>{kF32Scalar};
+}
+
+REGISTER_OP("AllFinite").Inputs(kVariadic).Infer(InferAllFinite);
+
+// (loss_scale f32[], good_steps i32[], finite f32[]) -> (loss_scale', good_steps'), in place.
+// MindSpore's DynamicLossScaleUpdateCell: on overflow the scale is divided by `factor` (not
+// below 1) and the count of good steps restarts; after `window` good steps in a row it is
+// multiplied by `factor` (while that stays finite).
+absl::StatusOr<std::vector<TensorType>> InferUpdateLossScale(const InferContext& ctx) {
+  const TensorType counter{{}, DType::kI32};
+  if (ctx.inputs.size() != 3 || ctx.inputs[0] != kF32Scalar || ctx.inputs[1] != counter ||
+      ctx.inputs[2] != kF32Scalar) {
+    std::vector<std::string> got;
+    for (const TensorType& input : ctx.inputs) got.push_back(TypeToString(input));
+    return absl::InvalidArgumentError(
+        absl::StrCat("expects (loss_scale f32[], good_steps i32[], finite f32[]), got (",
+                     absl::StrJoin(got, ", "), ")"));
+  }
+  if (ctx.attrs.GetFloat("factor") <= 1.0 || ctx.attrs.GetInt("window") < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "factor must exceed 1 and window be at least 1, got ", ctx.attrs.GetFloat("factor"),
+        " and ", ctx.attrs.GetInt("window")));
+  }
+  return std::vector<TensorType>{ctx.inputs[0], ctx.inputs[1]};
+}
+
+REGISTER_OP("UpdateLossScale")
+    .Inputs(3)
+    .Outputs(2)
+    .Attr("factor", 2.0)
+    .Attr("window", int64_t{2000})
+    .Infer(InferUpdateLossScale)
+    .InPlace(0, 0)
+    .InPlace(1, 1);
 
 }  // namespace
 }  // namespace lockstep

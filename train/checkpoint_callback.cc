@@ -45,16 +45,16 @@ absl::StatusOr<ckpt::RankState> ModelState(const Model& model) {
   return state;
 }
 
-// State inputs that are not optimizer moments (those follow the reduced gradients): batch-norm
-// running statistics of each rank's own batches (equal across ranks only with SyncBatchNorm) and
-// gradient accumulators, which hold each rank's own gradients.
+// State inputs other than the optimizer moments and the loss scale (those follow the reduced
+// gradients): batch-norm running statistics of each rank's own batches (equal across ranks only
+// with SyncBatchNorm) and gradient accumulators, which hold each rank's own gradients.
 std::vector<std::string> RankLocalState(const Model& model, int world_size) {
   if (world_size == 1) return {};
-  std::set<std::string> moments;
-  for (const ParameterSpec& spec : model.parameters()) moments.insert(MomentName(spec.name));
+  std::set<std::string> replicated = {kLossScaleState, kLossScaleGoodStepsState};
+  for (const ParameterSpec& spec : model.parameters()) replicated.insert(MomentName(spec.name));
   std::vector<std::string> local;
   for (const Node* input : model.train_executor()->graph().InputNodes(InputRole::kState)) {
-    if (!moments.contains(input->name)) local.push_back(input->name);
+    if (!replicated.contains(input->name)) local.push_back(input->name);
   }
   return local;
 }
@@ -87,16 +87,16 @@ absl::Status ModelCheckpoint::OnStepEnd(Model& model, const StepInfo& step) {
       !manager_.ShouldSave(step.global_step, step.epoch, /*epoch_end=*/false)) {
     return absl::OkStatus();
   }
+  // The epoch's last step resumes at the next epoch's start. Its files are written once: were
+  // they rewritten at the epoch's end under the manifest of their first version, a rank dying
+  // midway would leave the ranks resuming from different data positions.
+  if (step.last_in_epoch) return Save(model, step.epoch, step.step, step.epoch, 0);
   return Save(model, step.epoch, step.step, step.epoch - 1, step.step);
 }
 
 absl::Status ModelCheckpoint::OnEpochEnd(Model& model, const EpochInfo& epoch) {
-  // A step saved at the epoch's last batch is saved again as the epoch's end: resuming from it
-  // then starts the next epoch instead of reading this one to its end.
-  const bool saved_last_step = last_saved_step_ == model.global_step();
-  if (mid_accumulation_ ||
-      (!saved_last_step &&
-       !manager_.ShouldSave(model.global_step(), epoch.epoch, /*epoch_end=*/true))) {
+  if (mid_accumulation_ || last_saved_step_ == model.global_step() ||
+      !manager_.ShouldSave(model.global_step(), epoch.epoch, /*epoch_end=*/true)) {
     return absl::OkStatus();
   }
   return Save(model, epoch.epoch, epoch.first_step + epoch.steps, epoch.epoch, 0);

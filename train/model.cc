@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "core/rng.h"
 #include "core/threads.h"
+#include "graph/builder.h"
 #include "graph/compile.h"
 #include "graph/serialize.h"
 #include "parallel/comm_group.h"
@@ -113,6 +114,12 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
       .autodiff = AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale},
       .fuse_kernels = options_.fuse_kernels,
       .share_buffers_with = share_with};
+  const bool dynamic_scale = options_.dynamic_loss_scale.has_value();
+  if (dynamic_scale) {
+    // Added where both graphs of gradient accumulation have it, so that they share it.
+    Builder(net.graph.get()).State(kLossScaleState, {});
+    compile.autodiff->seeds = {{"loss", kLossScaleState}};
+  }
   if (options_.accumulation_steps > 1) {
     const MicroBatch role = updates ? MicroBatch::kLast : MicroBatch::kAccumulate;
     compile.after_autodiff.push_back([role] { return CreateAccumulateGradientsPass(role); });
@@ -134,7 +141,8 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
                                        .weight_decay = optimizer_.weight_decay,
                                        .nesterov = optimizer_.nesterov,
                                        .accumulation_steps = options_.accumulation_steps,
-                                       .replicas = replicas};
+                                       .replicas = replicas,
+                                       .dynamic_loss_scale = options_.dynamic_loss_scale};
     compile.after_autodiff.push_back([update] { return CreateApplyOptimizerPass(update); });
   }
   StepGraph step;
@@ -143,6 +151,9 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
   LS_ASSIGN_OR_RETURN(step.labels, step.executor->Input("labels"));
   LS_ASSIGN_OR_RETURN(step.loss, step.executor->Output("loss"));
   LS_ASSIGN_OR_RETURN(step.control, step.executor->Input(updates ? "lr" : kAccumulateBetaInput));
+  if (updates && dynamic_scale) {
+    LS_ASSIGN_OR_RETURN(step.gradients_finite, step.executor->Output(kGradientsFiniteOutput));
+  }
   if (updates) parameters_ = std::move(net.parameters);
   return step;
 }
@@ -168,14 +179,24 @@ absl::Status Model::SynchronizeReplicas() const {
   return absl::OkStatus();
 }
 
-// Parameter i draws from Philox stream i of the seed; moments start at zero.
+// Parameter i draws from Philox stream i of the seed; moments and the count of good loss-scale
+// steps start at zero.
 absl::Status Model::InitializeVariables() {
   for (size_t i = 0; i < parameters_.size(); ++i) {
     Tensor value = Tensor::Empty(parameters_[i].shape, DType::kF32);
     parameters_[i].init.Fill(Philox(options_.seed, i), value);
     LS_RETURN_IF_ERROR(train_.executor->WriteInput(parameters_[i].name, value));
   }
-  return absl::OkStatus();
+  if (!options_.dynamic_loss_scale.has_value()) return absl::OkStatus();
+  Tensor scale = Tensor::Empty({}, DType::kF32);
+  *scale.data<float>() = static_cast<float>(options_.dynamic_loss_scale->initial);
+  return train_.executor->WriteInput(kLossScaleState, scale);
+}
+
+absl::StatusOr<double> Model::LossScale() const {
+  if (!options_.dynamic_loss_scale.has_value()) return options_.loss_scale;
+  LS_ASSIGN_OR_RETURN(Tensor scale, Variable(kLossScaleState));
+  return static_cast<double>(*scale.data<float>());
 }
 
 absl::Status Model::CheckBatch(const Batch& batch, bool training) const {
@@ -206,12 +227,16 @@ absl::StatusOr<double> Model::TrainStep(const Batch& batch) {
   LS_RETURN_IF_ERROR(CheckBatch(batch, /*training=*/true));
   const bool updates = micro_step_ + 1 == options_.accumulation_steps;
   StepGraph& step = updates ? train_ : micro_;
+  last_update_skipped_ = false;
   step.images.CopyFrom(batch.images);
   step.labels.CopyFrom(batch.labels);
   WriteScalar(step.control, updates            ? static_cast<float>(optimizer_.lr(global_step_))
                             : micro_step_ == 0 ? 0.0f
                                                : 1.0f);
   LS_RETURN_IF_ERROR(step.executor->Run());
+  if (updates && step.gradients_finite.defined()) {
+    last_update_skipped_ = ReadScalar<float>(step.gradients_finite) == 0.0f;
+  }
   micro_step_ = updates ? 0 : micro_step_ + 1;
   if (updates) ++global_step_;
   return static_cast<double>(ReadScalar<float>(step.loss));
@@ -289,9 +314,8 @@ absl::Status Model::RunEpoch(DataSource& data, const Callbacks& callbacks) {
       ForEach(callbacks, [&](Callback& c) { return c.OnEpochBegin(*this, epoch.epoch); }));
   double loss_sum = 0.0;
   Batch batch;
-  while (true) {
-    LS_ASSIGN_OR_RETURN(bool more, data.Next(&batch));
-    if (!more) break;
+  LS_ASSIGN_OR_RETURN(bool more, data.Next(&batch));
+  while (more) {
     StepInfo step{.epoch = epoch.epoch,
                   .step = epoch.first_step + epoch.steps + 1,
                   .global_step = global_step_ + 1,
@@ -304,6 +328,14 @@ absl::Status Model::RunEpoch(DataSource& data, const Callbacks& callbacks) {
     }
     step.loss = *loss;
     step.seconds = SecondsSince(step_start);
+    // The step has copied its batch in; reading the next one now tells the callbacks whether
+    // this step ends the epoch.
+    LS_ASSIGN_OR_RETURN(more, data.Next(&batch));
+    step.last_in_epoch = !more;
+    if (options_.dynamic_loss_scale.has_value()) {
+      step.update_skipped = last_update_skipped_;
+      LS_ASSIGN_OR_RETURN(step.loss_scale, LossScale());
+    }
     ++epoch.steps;
     epoch.images += step.batch_size;
     loss_sum += step.loss;

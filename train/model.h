@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "graph/executor.h"
@@ -23,6 +24,7 @@
 #include "train/layers.h"
 #include "train/loss.h"
 #include "train/optimizer.h"
+#include "train/passes/apply_optimizer.h"
 
 namespace lockstep::train {
 
@@ -41,6 +43,8 @@ struct ModelOptions {
   // Where the graphs run: memory, kernels and the gradient AllReduce (NCCL on CUDA). Batches,
   // the loss and the variables cross to and from the host.
   Device device = Device::CPU();
+  // Set: dynamic loss scaling instead of the fixed loss_scale (see DynamicLossScale).
+  std::optional<DynamicLossScale> dynamic_loss_scale;
 };
 
 struct EvalResult {
@@ -82,6 +86,10 @@ class Model {
 
   // One training step on a full batch; returns its loss (before the update).
   absl::StatusOr<double> TrainStep(const Batch& batch);
+  // Dynamic loss scaling: whether the last update was skipped for non-finite gradients, and
+  // the scale the next step uses. Fixed: false and the fixed scale.
+  bool last_update_skipped() const { return last_update_skipped_; }
+  absl::StatusOr<double> LossScale() const;
   // The eval graph on one batch of any size.
   absl::StatusOr<BatchResult> EvalBatch(const Batch& batch);
 
@@ -107,6 +115,7 @@ class Model {
     std::unique_ptr<Executor> executor;
     Tensor images, labels, loss;
     Tensor control;  // "lr" in the updating graph, "accumulate_beta" in the micro-batch one
+    Tensor gradients_finite;  // the updating graph's, under dynamic loss scaling
   };
   absl::StatusOr<StepGraph> CompileStepGraph(bool updates, const Executor* share_with);
   bool data_parallel() const {
@@ -132,6 +141,7 @@ class Model {
   int64_t global_step_ = 0;
   int64_t epochs_done_ = 0;
   int64_t start_batch_ = 0;  // of the next epoch
+  bool last_update_skipped_ = false;
 };
 
 }  // namespace lockstep::train

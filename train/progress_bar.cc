@@ -48,6 +48,10 @@ absl::Status ProgressBar::OnStepEnd(Model&, const StepInfo& step) {
   ++steps_run_;
   images_ += step.batch_size;
   seconds_ += step.seconds;
+  if (step.update_skipped) {
+    *out_ << '\r' << SkippedUpdateNotice(step) << "\x1b[K\n" << std::flush;
+    drawn_ = false;
+  }
   const Clock::time_point now = Clock::now();
   if (drawn_ && now - last_draw_ < kRedrawEvery && step.step < steps_per_epoch_) {
     return absl::OkStatus();

@@ -1,3 +1,7 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "graph/kernel.h"
 
 namespace lockstep {
@@ -13,6 +17,10 @@ class MomentumKernel : public Kernel {
         nesterov_(node.attrs.GetBool("nesterov")) {}
 
   absl::Status Run(const KernelIO& io) override {
+    const bool dynamic = io.inputs.size() == 6;  // loss_scale [] and finite [] follow lr
+    if (dynamic && *io.inputs[5].data<float>() == 0.0f) return absl::OkStatus();  // skipped
+    // 1 / dynamic scale is a power of two, so that the product is exact.
+    const float unscale = dynamic ? unscale_ * (1.0f / *io.inputs[4].data<float>()) : unscale_;
     const float* param = io.inputs[0].data<float>();   // any shape
     const float* grad = io.inputs[1].data<float>();    // same shape as param
     const float* moment = io.inputs[2].data<float>();  // same shape as param
@@ -22,7 +30,7 @@ class MomentumKernel : public Kernel {
     const int64_t n = io.outputs[0].numel();
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      const float g = grad[i] * unscale_ + weight_decay_ * param[i];
+      const float g = grad[i] * unscale + weight_decay_ * param[i];
       const float m = momentum_ * moment[i] + g;
       new_moment[i] = m;
       new_param[i] = param[i] - lr * (nesterov_ ? g + momentum_ * m : m);
@@ -33,7 +41,7 @@ class MomentumKernel : public Kernel {
  private:
   float momentum_;
   float weight_decay_;
-  float unscale_;  // 1 / loss_scale
+  float unscale_;  // 1 / loss_scale attribute
   bool nesterov_;
 };
 
@@ -67,6 +75,56 @@ LayoutChoice GradientLayout(const Node&, const std::vector<Layout>& producer_lay
 REGISTER_KERNEL({.op = "Accumulate",
                  .create = MakeFactory<AccumulateKernel>(),
                  .layouts = GradientLayout});
+
+// Any layout: blocked padding holds zeros, which are finite.
+class AllFiniteKernel : public Kernel {
+ public:
+  explicit AllFiniteKernel(const Node&) {}
+
+  absl::Status Run(const KernelIO& io) override {
+    bool finite = true;
+    for (const Tensor& input : io.inputs) {
+      const float* x = input.data<float>();
+      const int64_t n = input.numel();
+      bool all = true;
+#pragma omp parallel for schedule(static) reduction(&& : all)
+      for (int64_t i = 0; i < n; ++i) all = all && std::isfinite(x[i]);
+      finite = finite && all;
+    }
+    *io.outputs[0].data<float>() = finite ? 1.0f : 0.0f;
+    return absl::OkStatus();
+  }
+};
+
+REGISTER_KERNEL({.op = "AllFinite",
+                 .create = MakeFactory<AllFiniteKernel>(),
+                 .layouts = InputLayoutsPlainOutputs});
+
+class UpdateLossScaleKernel : public Kernel {
+ public:
+  explicit UpdateLossScaleKernel(const Node& node)
+      : factor_(static_cast<float>(node.attrs.GetFloat("factor"))),
+        window_(static_cast<int32_t>(node.attrs.GetInt("window"))) {}
+
+  absl::Status Run(const KernelIO& io) override {
+    float& scale = *io.outputs[0].data<float>();        // same memory as input 0
+    int32_t& good_steps = *io.outputs[1].data<int32_t>();  // same memory as input 1
+    if (*io.inputs[2].data<float>() == 0.0f) {
+      scale = std::max(scale / factor_, 1.0f);
+      good_steps = 0;
+    } else if (++good_steps >= window_) {
+      if (scale * factor_ <= std::numeric_limits<float>::max()) scale *= factor_;
+      good_steps = 0;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  float factor_;
+  int32_t window_;
+};
+
+REGISTER_KERNEL({.op = "UpdateLossScale", .create = MakeFactory<UpdateLossScaleKernel>()});
 
 }  // namespace
 }  // namespace lockstep

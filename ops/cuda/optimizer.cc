@@ -3,6 +3,7 @@
 //
 // Each Momentum node updates one parameter and launches once. The parameters, gradients and
 // moments are flat buffers, so one launch over a whole bucket could replace them later.
+// AllFinite launches once per input after setting its flag.
 
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_util.h"
@@ -24,7 +25,9 @@ class MomentumKernel : public Kernel {
  public:
   explicit MomentumKernel(const Node& node) : params_(ParamsOf(node)) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchMomentum(params_,
+    cuda::DynamicScaleInputs dynamic;
+    if (io.inputs.size() == 6) dynamic = {io.inputs[4].data<float>(), io.inputs[5].data<float>()};
+    CUDA_RETURN_IF_ERROR(cuda::LaunchMomentum(params_, dynamic,
                                               io.inputs[3].data<float>(),   // lr []
                                               io.inputs[0].data<float>(),   // param, any shape
                                               io.inputs[1].data<float>(),   // grad, same shape
@@ -52,12 +55,50 @@ class AccumulateKernel : public Kernel {
   }
 };
 
+class AllFiniteKernel : public Kernel {
+ public:
+  explicit AllFiniteKernel(const Node&) {}
+  absl::Status Run(const KernelIO& io) override {
+    float* finite = io.outputs[0].data<float>();
+    CUDA_RETURN_IF_ERROR(cuda::LaunchAllFiniteStart(finite, StreamOf(io)));
+    for (const Tensor& input : io.inputs) {
+      CUDA_RETURN_IF_ERROR(
+          cuda::LaunchAllFiniteMark(input.data<float>(), input.numel(), finite, StreamOf(io)));
+    }
+    return absl::OkStatus();
+  }
+};
+
+class UpdateLossScaleKernel : public Kernel {
+ public:
+  explicit UpdateLossScaleKernel(const Node& node)
+      : factor_(static_cast<float>(node.attrs.GetFloat("factor"))),
+        window_(static_cast<int32_t>(node.attrs.GetInt("window"))) {}
+  absl::Status Run(const KernelIO& io) override {
+    CUDA_RETURN_IF_ERROR(cuda::LaunchUpdateLossScale(io.outputs[0].data<float>(),    // scale []
+                                                     io.outputs[1].data<int32_t>(),  // steps []
+                                                     io.inputs[2].data<float>(),  // finite []
+                                                     factor_, window_, StreamOf(io)));
+    return absl::OkStatus();
+  }
+
+ private:
+  float factor_;
+  int32_t window_;
+};
+
 REGISTER_KERNEL({.op = "Momentum",
                  .device = DeviceType::kCUDA,
                  .create = MakeFactory<MomentumKernel>()});
 REGISTER_KERNEL({.op = "Accumulate",
                  .device = DeviceType::kCUDA,
                  .create = MakeFactory<AccumulateKernel>()});
+REGISTER_KERNEL({.op = "AllFinite",
+                 .device = DeviceType::kCUDA,
+                 .create = MakeFactory<AllFiniteKernel>()});
+REGISTER_KERNEL({.op = "UpdateLossScale",
+                 .device = DeviceType::kCUDA,
+                 .create = MakeFactory<UpdateLossScaleKernel>()});
 
 }  // namespace
 }  // namespace lockstep

@@ -9,6 +9,7 @@ namespace {
 
 struct MomentumFn {
   MomentumParams params;
+  DynamicScaleInputs dynamic;
   const float* lr;      // []
   const float* param;   // (n)
   const float* grad;    // (n)
@@ -16,7 +17,12 @@ struct MomentumFn {
   float* new_param;     // (n)
   float* new_moment;    // (n)
   __device__ void operator()(int64_t i) const {
-    const ParamAndMoment next = MomentumStep(params, *lr, param[i], grad[i], moment[i]);
+    MomentumParams p = params;
+    if (dynamic.finite != nullptr) {
+      if (*dynamic.finite == 0.0f) return;  // the step is skipped
+      p.unscale = DynamicUnscale(p.unscale, *dynamic.loss_scale);
+    }
+    const ParamAndMoment next = MomentumStep(p, *lr, param[i], grad[i], moment[i]);
     new_param[i] = next.param;
     new_moment[i] = next.moment;
   }
@@ -32,13 +38,56 @@ struct AccumulateFn {
   }
 };
 
+struct SetOneFn {
+  float* value;  // []
+  __device__ void operator()(int64_t) const { *value = 1.0f; }
+};
+
+struct AllFiniteMarkFn {
+  const float* x;  // (n)
+  float* finite;   // []
+  // Racing writes all store 0.
+  __device__ void operator()(int64_t i) const {
+    if (!isfinite(x[i])) *finite = 0.0f;
+  }
+};
+
+struct UpdateLossScaleFn {
+  float* loss_scale;   // []
+  int32_t* good_steps;  // []
+  const float* finite;  // []
+  float factor;
+  int32_t window;
+  __device__ void operator()(int64_t) const {
+    const LossScaleState next =
+        LossScaleStep({*loss_scale, *good_steps}, *finite != 0.0f, factor, window);
+    *loss_scale = next.scale;
+    *good_steps = next.good_steps;
+  }
+};
+
 }  // namespace
 
-cudaError_t LaunchMomentum(const MomentumParams& params, const float* lr, const float* param,
-                           const float* grad, const float* moment, float* new_param,
-                           float* new_moment, int64_t n, cudaStream_t stream) {
-  return ForEachIndex(n, stream,
-                      MomentumFn{params, lr, param, grad, moment, new_param, new_moment});
+cudaError_t LaunchMomentum(const MomentumParams& params, DynamicScaleInputs dynamic,
+                           const float* lr, const float* param, const float* grad,
+                           const float* moment, float* new_param, float* new_moment, int64_t n,
+                           cudaStream_t stream) {
+  return ForEachIndex(
+      n, stream, MomentumFn{params, dynamic, lr, param, grad, moment, new_param, new_moment});
+}
+
+cudaError_t LaunchAllFiniteStart(float* finite, cudaStream_t stream) {
+  return ForEachIndex(1, stream, SetOneFn{finite});
+}
+
+cudaError_t LaunchAllFiniteMark(const float* x, int64_t n, float* finite, cudaStream_t stream) {
+  return ForEachIndex(n, stream, AllFiniteMarkFn{x, finite});
+}
+
+cudaError_t LaunchUpdateLossScale(float* loss_scale, int32_t* good_steps, const float* finite,
+                                  float factor, int32_t window, cudaStream_t stream) {
+  return ForEachIndex(1, stream,
+                      UpdateLossScaleFn{loss_scale, good_steps, finite, factor, window});
 }
 
 cudaError_t LaunchAccumulate(const float* beta, const float* accum, const float* grad,

@@ -3,6 +3,9 @@
 // Per-element math of the optimizer CUDA kernels, in the CPU kernels' order of operations
 // (tests/ops/cuda/optimizer_cuda_test.cc runs it on the host against them).
 
+#include <cfloat>
+#include <cstdint>
+
 #include "ops/cuda/host_device.h"
 
 namespace lockstep::cuda {
@@ -27,6 +30,26 @@ LS_HOST_DEVICE inline ParamAndMoment MomentumStep(const MomentumParams& p, float
   const float g = grad * p.unscale + p.weight_decay * param;
   const float m = p.momentum * moment + g;
   return {param - lr * (p.nesterov ? g + p.momentum * m : m), m};
+}
+
+// The unscale of a Momentum step under dynamic loss scaling: 1 / scale is a power of two, so
+// the product is exact and the update does not depend on the scale.
+LS_HOST_DEVICE inline float DynamicUnscale(float attribute_unscale, float loss_scale) {
+  return attribute_unscale * (1.0f / loss_scale);
+}
+
+struct LossScaleState {
+  float scale;
+  int32_t good_steps;
+};
+
+// UpdateLossScale: on overflow the scale is divided by factor (not below 1) and the good steps
+// restart; after `window` good steps the scale is multiplied by factor (while that is finite).
+LS_HOST_DEVICE inline LossScaleState LossScaleStep(LossScaleState state, bool finite,
+                                                   float factor, int32_t window) {
+  if (!finite) return {state.scale / factor > 1.0f ? state.scale / factor : 1.0f, 0};
+  if (state.good_steps + 1 < window) return {state.scale, state.good_steps + 1};
+  return {state.scale * factor <= FLT_MAX ? state.scale * factor : state.scale, 0};
 }
 
 // accum' = beta * accum + grad: beta 0 starts the accumulation over, 1 adds to it.

@@ -40,26 +40,32 @@ struct Interruption {
   int64_t resumed_step;  // of the newest complete checkpoint
   int64_t resumed_epochs_done;
   int64_t accumulation_steps = 1;
+  std::optional<DynamicLossScale> dynamic_loss_scale;
 };
 
 // Trains uninterrupted, then stopped and resumed from a fresh model of another seed; compares.
 void ExpectResumeIsExact(const MakeData& make_data, const Interruption& run) {
   SCOPED_TRACE(absl::StrCat("stopped after step ", run.stop_step));
   const int64_t accumulation = run.accumulation_steps;
-  Model reference = TinyModel({.seed = 1, .accumulation_steps = accumulation});
+  auto options = [&](uint64_t seed) {
+    return ModelOptions{.seed = seed,
+                        .accumulation_steps = accumulation,
+                        .dynamic_loss_scale = run.dynamic_loss_scale};
+  };
+  Model reference = TinyModel(options(1));
   ASSERT_TRUE(reference.Train(kEpochs, *make_data()).ok());
 
   TempDir dir;
   ckpt::CheckpointConfig config = run.config;
   config.directory = dir.path();
   {
-    Model stopped = TinyModel({.seed = 1, .accumulation_steps = accumulation});
+    Model stopped = TinyModel(options(1));
     absl::Status status = stopped.Train(kEpochs, *make_data(),
                                         {std::make_shared<ModelCheckpoint>(config, kPrefix),
                                          std::make_shared<StopAfter>(run.stop_step)});
     ASSERT_TRUE(absl::IsCancelled(status)) << status;
   }
-  Model resumed = TinyModel({.seed = 2, .accumulation_steps = accumulation});
+  Model resumed = TinyModel(options(2));
   absl::StatusOr<bool> found = ResumeFromCheckpoint(resumed, dir.path(), kPrefix);
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_TRUE(*found);
@@ -97,6 +103,14 @@ TEST(ResumeTest, ShuffledInMemoryDataResumesBitForBit) {
   // Two micro-batches per update, stopped in the first of update 4: resumed from update 2, not
   // from between update 4's micro-batches.
   ExpectResumeIsExact(make_data, {4, {.save_checkpoint_steps = 2}, 2, 0, 2});
+  // Dynamic loss scaling, growing every 4 finite steps: resumed at step 6 with 2 of a window
+  // counted, the scale and the count go on from the checkpoint.
+  ExpectResumeIsExact(make_data, {.stop_step = 8,
+                                  .config = kEveryThreeSteps,
+                                  .resumed_step = 6,
+                                  .resumed_epochs_done = 0,
+                                  .dynamic_loss_scale = DynamicLossScale{.initial = 1024.0,
+                                                                         .window = 4}});
 }
 
 TEST(ResumeTest, JpegPipelineWithRandomTransformsResumesBitForBit) {
@@ -107,8 +121,8 @@ TEST(ResumeTest, JpegPipelineWithRandomTransformsResumesBitForBit) {
   ExpectResumeIsExact(make_data, {14, kEveryThreeSteps, 12, 1});
 }
 
-// A step saved at the epoch's last batch is saved again as the epoch's end, so that a resume
-// starts the next epoch.
+// A step saved at the epoch's last batch holds the next epoch's start, so that a resume starts
+// the next epoch; it is saved once, not again at the epoch's end.
 TEST(ResumeTest, EpochEndOfASavedStepResumesAtTheNextEpoch) {
   testing::ShapeImages shapes = testing::MakeShapeImages(40, 3, 16, 4);
   auto data = InMemoryDataSource::Create(shapes.images, shapes.labels,

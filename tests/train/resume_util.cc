@@ -33,11 +33,11 @@ dataset::Dataset SamplePipeline(const std::string& root, int64_t batch, bool aug
   return folder->Map(steps).Batch(batch, /*drop_remainder=*/augment).Workers(2);
 }
 
-LayerPtr TinyNet(int64_t classes) {
+LayerPtr TinyNet(int64_t classes, bool batch_norm) {
   auto net = std::make_shared<Sequential>();
-  net->Add("conv", std::make_shared<Conv2d>(3, 8, 3, Conv2dOptions{.padding = 1}))
-      .Add("bn", std::make_shared<BatchNorm2d>(8))
-      .Add("relu", std::make_shared<ReLU>())
+  net->Add("conv", std::make_shared<Conv2d>(3, 8, 3, Conv2dOptions{.padding = 1}));
+  if (batch_norm) net->Add("bn", std::make_shared<BatchNorm2d>(8));
+  net->Add("relu", std::make_shared<ReLU>())
       .Add("pool", std::make_shared<MaxPool2d>(2, 2))
       .Add("flatten", std::make_shared<Flatten>())
       .Add("fc", std::make_shared<Dense>(0, classes));

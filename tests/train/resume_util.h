@@ -35,8 +35,8 @@ class SampleFolder {
 dataset::Dataset SamplePipeline(const std::string& root, int64_t batch, bool augment,
                                 int num_shards = 1, int shard_id = 0);
 
-// conv 3x3 (8) -> batch norm -> ReLU -> 2x2 max pool -> dense.
-LayerPtr TinyNet(int64_t classes);
+// conv 3x3 (8) -> batch norm (unless left out) -> ReLU -> 2x2 max pool -> dense.
+LayerPtr TinyNet(int64_t classes, bool batch_norm = true);
 
 // TinyNet(kSampleClasses) with Momentum (warm-up, then cosine decay over 20 steps; weight
 // decay) for batches of 4 (3, 16, 16) images; `options` sets the rest (seed, accumulation, data

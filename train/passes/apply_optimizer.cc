@@ -23,27 +23,72 @@ class ApplyOptimizerPass : public Pass {
     }
     Builder b(&graph);
     LS_ASSIGN_OR_RETURN(Value * lr, LearningRate(graph, b));
+    const bool dynamic = options_.dynamic_loss_scale.has_value();
+    // The dynamic scale is an input of Momentum; the attribute keeps the rest of the divisor.
+    const double fixed_scale = dynamic ? 1.0 : ctx.autodiff.loss_scale;
     const Attrs attrs{
         {"momentum", options_.momentum},
         {"weight_decay", options_.weight_decay},
         {"nesterov", options_.nesterov},
-        {"loss_scale", ctx.autodiff.loss_scale *
-                           static_cast<double>(options_.accumulation_steps * options_.replicas)}};
+        {"loss_scale", fixed_scale * static_cast<double>(options_.accumulation_steps *
+                                                         options_.replicas)}};
+    std::vector<Value*> scale_inputs;  // (loss_scale, finite) under dynamic loss scaling
+    if (dynamic) {
+      LS_ASSIGN_OR_RETURN(scale_inputs, CheckGradientsFinite(graph, gradients, b));
+    }
     for (const GraphOutput& gradient : gradients) {
       Value* param = gradient.parameter->output();
       const std::string& parameter = gradient.parameter->name;
       Value* moment = b.State(MomentName(parameter), param->shape());
       b.SetNamePrefix(absl::StrCat("optimizer/", parameter, "/"));
-      std::vector<Value*> updated = b.Op("Momentum", {param, gradient.value, moment, lr}, attrs);
+      std::vector<Value*> inputs = {param, gradient.value, moment, lr};
+      inputs.insert(inputs.end(), scale_inputs.begin(), scale_inputs.end());
+      std::vector<Value*> updated = b.Op("Momentum", inputs, attrs);
       LS_RETURN_IF_ERROR(b.status());
       graph.AddOutput(absl::StrCat("update/", parameter), updated[0], OutputKind::kUpdate);
       graph.AddOutput(absl::StrCat("update/", MomentName(parameter)), updated[1],
                       OutputKind::kUpdate);
     }
-    return absl::OkStatus();
+    return dynamic ? UpdateLossScale(graph, scale_inputs, b) : absl::OkStatus();
   }
 
  private:
+  // AllFinite over every gradient (after their AllReduce: all ranks agree) into the graph
+  // output kGradientsFiniteOutput; returns (loss_scale, finite) for the Momentum nodes.
+  static absl::StatusOr<std::vector<Value*>> CheckGradientsFinite(
+      Graph& graph, const std::vector<GraphOutput>& gradients, Builder& b) {
+    const Node* scale = graph.FindInput(kLossScaleState);
+    if (scale == nullptr || scale->role() != InputRole::kState ||
+        scale->output()->type != TensorType{{}, DType::kF32}) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("dynamic loss scaling needs the f32[] state input '", kLossScaleState,
+                       "' that seeds the backward"));
+    }
+    std::vector<Value*> values;
+    for (const GraphOutput& gradient : gradients) values.push_back(gradient.value);
+    b.SetNamePrefix("loss_scale/");
+    Value* finite = b.Op1("AllFinite", values);
+    LS_RETURN_IF_ERROR(b.status());
+    graph.AddOutput(kGradientsFiniteOutput, finite, OutputKind::kResult);
+    return std::vector<Value*>{scale->output(), finite};
+  }
+
+  // After every Momentum has read the scale: UpdateLossScale, in place.
+  absl::Status UpdateLossScale(Graph& graph, const std::vector<Value*>& scale_inputs,
+                               Builder& b) const {
+    Value* good_steps = b.State(kLossScaleGoodStepsState, {}, DType::kI32);
+    b.SetNamePrefix("loss_scale/");
+    std::vector<Value*> updated =
+        b.Op("UpdateLossScale", {scale_inputs[0], good_steps, scale_inputs[1]},
+             {{"factor", options_.dynamic_loss_scale->factor},
+              {"window", options_.dynamic_loss_scale->window}});
+    LS_RETURN_IF_ERROR(b.status());
+    graph.AddOutput(absl::StrCat("update/", kLossScaleState), updated[0], OutputKind::kUpdate);
+    graph.AddOutput(absl::StrCat("update/", kLossScaleGoodStepsState), updated[1],
+                    OutputKind::kUpdate);
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<Value*> LearningRate(const Graph& graph, Builder& b) const {
     const Node* existing = graph.FindInput(options_.lr_input);
     if (existing == nullptr) return b.Input(options_.lr_input, {}, DType::kF32);

@@ -30,6 +30,10 @@ absl::Status SummaryCallback::OnStepEnd(Model&, const StepInfo& step) {
   seconds_ = 0.0;
   LS_RETURN_IF_ERROR(writer_->AddScalar("train/loss", step.epoch, step.global_step, loss));
   LS_RETURN_IF_ERROR(writer_->AddScalar("train/lr", step.epoch, step.global_step, step.lr));
+  if (step.loss_scale > 0.0) {  // dynamic loss scaling
+    LS_RETURN_IF_ERROR(
+        writer_->AddScalar("train/loss_scale", step.epoch, step.global_step, step.loss_scale));
+  }
   return writer_->AddScalar("train/images_per_sec", step.epoch, step.global_step,
                             images_per_second);
 }

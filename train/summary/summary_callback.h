@@ -3,7 +3,8 @@
 // SummaryCallback writes the training metrics through a SummaryWriter (summary_writer.h); give
 // it to one rank only (lockstep-train: rank 0). Tags and when they are written:
 //   train/loss (the mean over the steps since the last record), train/lr, train/images_per_sec
-//     (every rank's images over the step time): every `every_steps` steps of an epoch;
+//     (every rank's images over the step time) and, under dynamic loss scaling,
+//     train/loss_scale: every `every_steps` steps of an epoch;
 //   val/accuracy, val/loss: AddEval, by whoever evaluates after an epoch (lockstep-train's
 //     EpochReport), so that the model is not evaluated twice;
 //   DIR/curves.png at the end of training (curves_plot.h); without gnuplot, one warning instead.

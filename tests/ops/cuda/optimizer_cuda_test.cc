@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 #include "ops/cuda/optimizer_math.h"
@@ -50,6 +51,66 @@ TEST(OptimizerCudaTest, Momentum) {
   }
 }
 
+// Momentum's inputs with the dynamic loss scale's (loss_scale, finite) appended.
+std::vector<GradCheckInput> DynamicMomentumInputs(float finite) {
+  std::vector<GradCheckInput> inputs = MomentumInputs();
+  inputs.push_back({.name = "loss_scale", .shape = {}, .values = {1024.0f}});
+  inputs.push_back({.name = "finite", .shape = {}, .values = {finite}});
+  return inputs;
+}
+
+TEST(OptimizerCudaTest, MomentumUnderDynamicLossScale) {
+  LS_SKIP_WITHOUT_GPU();
+  for (float finite : {1.0f, 0.0f}) {
+    testing::ExpectCudaOpMatchesCpu("Momentum", DynamicMomentumInputs(finite),
+                                    MomentumConfigs()[1], 1e-5);
+  }
+}
+
+// Two tensors, the second with `bad` at one element.
+std::vector<GradCheckInput> AllFiniteInputs(float bad) {
+  std::vector<GradCheckInput> inputs = {Given("a", kShape, 6, InputRole::kData),
+                                        Given("b", {1000}, 7, InputRole::kData)};
+  inputs[1].values[333] = bad;
+  return inputs;
+}
+
+TEST(OptimizerCudaTest, AllFinite) {
+  LS_SKIP_WITHOUT_GPU();
+  for (float bad : {0.5f, std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN()}) {
+    testing::ExpectCudaOpMatchesCpu("AllFinite", AllFiniteInputs(bad), {}, 0.0);
+  }
+}
+
+// (loss_scale, good_steps, finite) for UpdateLossScale.
+std::vector<GradCheckInput> LossScaleInputs(float scale, int32_t good_steps, bool finite) {
+  return {{.name = "scale", .shape = {}, .role = InputRole::kState, .values = {scale}},
+          {.name = "good",
+           .shape = {},
+           .dtype = DType::kI32,
+           .differentiable = false,
+           .role = InputRole::kState,
+           .values = {static_cast<float>(good_steps)}},
+          {.name = "finite", .shape = {}, .values = {finite ? 1.0f : 0.0f}}};
+}
+
+// Overflow, an ordinary finite step, the end of a window, the floor of 1.
+const std::vector<std::vector<GradCheckInput>>& LossScaleCases() {
+  static const auto* cases = new std::vector<std::vector<GradCheckInput>>{
+      LossScaleInputs(65536.0f, 3, false), LossScaleInputs(65536.0f, 3, true),
+      LossScaleInputs(65536.0f, 4, true), LossScaleInputs(1.0f, 0, false)};
+  return *cases;
+}
+const Attrs kLossScaleAttrs = {{"factor", 2.0}, {"window", int64_t{5}}};
+
+TEST(OptimizerCudaTest, UpdateLossScale) {
+  LS_SKIP_WITHOUT_GPU();
+  for (const std::vector<GradCheckInput>& inputs : LossScaleCases()) {
+    testing::ExpectCudaOpMatchesCpu("UpdateLossScale", inputs, kLossScaleAttrs, 0.0);
+  }
+}
+
 TEST(OptimizerCudaTest, Accumulate) {
   LS_SKIP_WITHOUT_GPU();
   testing::ExpectCudaOpMatchesCpu("Accumulate", AccumulateInputs(0.0f), {}, 1e-6);
@@ -81,6 +142,27 @@ TEST(OptimizerMathTest, MomentumStepMatchesCpuKernel) {
       EXPECT_FLOAT_EQ(next.param, cpu[0][i]) << i;
       EXPECT_FLOAT_EQ(next.moment, cpu[1][i]) << i;
     }
+  }
+}
+
+TEST(OptimizerMathTest, LossScaleStepMatchesCpuKernel) {
+  for (const std::vector<GradCheckInput>& in : LossScaleCases()) {
+    const auto cpu = testing::RunForward(in, [](Builder& b, const std::vector<Value*>& values) {
+      return b.Op("UpdateLossScale", values, kLossScaleAttrs);
+    });
+    ASSERT_EQ(cpu.size(), 2u);
+    const cuda::LossScaleState next =
+        cuda::LossScaleStep({in[0].values[0], static_cast<int32_t>(in[1].values[0])},
+                            in[2].values[0] != 0.0f, 2.0f, 5);
+    EXPECT_EQ(next.scale, cpu[0][0]);
+    EXPECT_EQ(static_cast<float>(next.good_steps), cpu[1][0]);
+  }
+}
+
+TEST(OptimizerMathTest, DynamicUnscaleIsExactForPowersOfTwo) {
+  const float unscale = 1.0f / 3.0f;
+  for (float scale : {1.0f, 1024.0f, 16777216.0f}) {
+    EXPECT_EQ(cuda::DynamicUnscale(unscale, scale) * scale, unscale) << scale;
   }
 }
 
