@@ -36,8 +36,9 @@ absl::Status SyncDirectory(const std::string& dir) {
 
 }  // namespace
 
-absl::StatusOr<AtomicFile> AtomicFile::Create(std::string path) {
-  AtomicFile file(std::move(path), -1);
+absl::StatusOr<AtomicFile> AtomicFile::Create(std::string path, absl::string_view tmp_suffix) {
+  std::string tmp_path = absl::StrCat(path, tmp_suffix);
+  AtomicFile file(std::move(path), std::move(tmp_path));
   file.fd_ = open(file.TmpPath().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (file.fd_ < 0) return ErrnoError("creating", file.TmpPath());
   return file;
@@ -45,6 +46,7 @@ absl::StatusOr<AtomicFile> AtomicFile::Create(std::string path) {
 
 AtomicFile::AtomicFile(AtomicFile&& other) noexcept
     : path_(std::move(other.path_)),
+      tmp_path_(std::move(other.tmp_path_)),
       fd_(std::exchange(other.fd_, -1)),
       bytes_written_(other.bytes_written_) {}
 
@@ -122,8 +124,9 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   return bytes;
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes) {
-  LS_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path));
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes,
+                                 absl::string_view tmp_suffix) {
+  LS_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, tmp_suffix));
   LS_RETURN_IF_ERROR(file.Write(bytes));
   return file.Commit();
 }

@@ -12,11 +12,14 @@
 
 namespace lockstep::ckpt {
 
-// Writes `path` through `path`.tmp: nothing appears under `path` until Commit, which fsyncs the
-// file, renames it over `path` and fsyncs the directory. Uncommitted, the tmp file is removed.
+// Writes `path` through a tmp file beside it: nothing appears under `path` until Commit, which
+// fsyncs the file, renames it over `path` and fsyncs the directory. Uncommitted, the tmp file is
+// removed.
 class AtomicFile {
  public:
-  static absl::StatusOr<AtomicFile> Create(std::string path);
+  // The tmp file is `path` + `tmp_suffix`: processes that may write one path at once need
+  // suffixes of their own.
+  static absl::StatusOr<AtomicFile> Create(std::string path, absl::string_view tmp_suffix = ".tmp");
   AtomicFile(AtomicFile&& other) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;
   AtomicFile(const AtomicFile&) = delete;
@@ -28,10 +31,12 @@ class AtomicFile {
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  AtomicFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
-  std::string TmpPath() const { return path_ + ".tmp"; }
+  AtomicFile(std::string path, std::string tmp_path)
+      : path_(std::move(path)), tmp_path_(std::move(tmp_path)) {}
+  const std::string& TmpPath() const { return tmp_path_; }
 
   std::string path_;
+  std::string tmp_path_;
   int fd_ = -1;
   uint64_t bytes_written_ = 0;
 };
@@ -62,8 +67,9 @@ class ReadOnlyFile {
 
 // The whole file; the buffer is the file's size, nothing more.
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
-// Writes `bytes` to `path` atomically.
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
+// Writes `bytes` to `path` atomically (AtomicFile).
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes,
+                                 absl::string_view tmp_suffix = ".tmp");
 // The names (not paths) of the regular files in `dir`, sorted.
 absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& dir);
 // Creates `dir` and its parents where missing.

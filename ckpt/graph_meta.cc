@@ -88,7 +88,7 @@ GraphSummary SummarizeGraph(const lockstep::proto::GraphDef& graph) {
   const absl::Status sums = AddUp(graph, &summary);
   LS_CHECK(sums.ok()) << sums << " (ReadGraphMeta rejects such a graph)";
   summary.fingerprint = graph.fingerprint();
-  summary.fingerprint_matches = Fingerprint(graph) == graph.fingerprint();
+  summary.fingerprint_matches = IsOwnFingerprint(graph);
   return summary;
 }
 

@@ -1,9 +1,13 @@
 #include "ckpt/inspect.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -39,6 +43,21 @@ std::string ListNames(const std::vector<std::string>& names) {
   return list;
 }
 
+// The first of `dirs` that holds `name`, joined with it; none when no directory does.
+std::optional<std::string> Locate(const std::vector<std::string>& dirs, const std::string& name) {
+  for (const std::string& dir : dirs) {
+    std::error_code error;
+    if (std::filesystem::exists(JoinPath(dir, name), error)) return JoinPath(dir, name);
+  }
+  return std::nullopt;
+}
+
+std::string Missing(const std::vector<std::string>& dirs, int rank, const std::string& name) {
+  if (dirs.size() == 1)
+    return absl::StrCat("rank ", rank, ": ", JoinPath(dirs[0], name), " is missing");
+  return absl::StrCat("rank ", rank, ": ", name, " is in none of ", absl::StrJoin(dirs, ", "));
+}
+
 void CheckManifest(const proto::Manifest& manifest, std::vector<std::string>* problems) {
   if (manifest.world_size() < 1) {
     problems->push_back(absl::StrCat("the manifest's world size is ", manifest.world_size()));
@@ -67,10 +86,16 @@ void CheckManifest(const proto::Manifest& manifest, std::vector<std::string>* pr
                                    more > 0 ? absl::StrCat(" and ", more, " more") : ""));
 }
 
-void CheckMeta(const std::string& dir, const proto::Manifest& manifest, int rank,
+void CheckMeta(const std::vector<std::string>& dirs, const proto::Manifest& manifest, int rank,
                std::vector<std::string>* problems) {
   if (manifest.graph_fingerprint().empty()) return;
-  const std::string path = JoinPath(dir, GraphMetaFileName(manifest.prefix(), rank));
+  const std::string name = GraphMetaFileName(manifest.prefix(), rank);
+  const std::optional<std::string> found = Locate(dirs, name);
+  if (!found.has_value() && dirs.size() != 1) {
+    problems->push_back(Missing(dirs, rank, name));
+    return;
+  }
+  const std::string path = found.value_or(JoinPath(dirs[0], name));
   absl::StatusOr<lockstep::proto::GraphDef> graph = ReadGraphMeta(path);
   if (!graph.ok()) {
     problems->push_back(absl::StrCat("rank ", rank, ": ", graph.status().message()));
@@ -191,59 +216,91 @@ std::vector<TensorDiff> DiffCheckpoints(const CheckpointData& a, const Checkpoin
   return diffs;
 }
 
-absl::StatusOr<proto::Manifest> FindManifest(const std::string& dir, const std::string& prefix,
+absl::StatusOr<proto::Manifest> FindManifest(const std::vector<std::string>& dirs,
+                                             const std::string& prefix,
                                              std::optional<int64_t> global_step) {
-  LS_ASSIGN_OR_RETURN(std::vector<proto::Manifest> manifests, ListManifests(dir, prefix));
-  std::set<std::string> prefixes;
-  std::vector<std::string> steps;
-  for (const proto::Manifest& manifest : manifests) {
-    prefixes.insert(manifest.prefix());
-    steps.push_back(absl::StrCat(manifest.global_step()));
+  std::vector<std::pair<std::string, proto::Manifest>> manifests;  // (dir, manifest)
+  for (const std::string& dir : dirs) {
+    LS_ASSIGN_OR_RETURN(std::vector<proto::Manifest> found, ListManifests(dir, prefix));
+    for (proto::Manifest& manifest : found) manifests.emplace_back(dir, std::move(manifest));
   }
+  std::set<std::string> prefixes;
+  std::set<int64_t> steps;
+  for (const auto& [dir, manifest] : manifests) {
+    prefixes.insert(manifest.prefix());
+    steps.insert(manifest.global_step());
+  }
+  const std::string where = absl::StrJoin(dirs, ", ");
   if (manifests.empty()) {
-    return absl::NotFoundError(absl::StrCat("no manifest in ", dir, ": no step is complete"));
+    return absl::NotFoundError(absl::StrCat("no manifest in ", where, ": no step is complete"));
   }
   if (prefixes.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(dir, " holds checkpoints of several prefixes (",
-                                                   absl::StrJoin(prefixes, ", "),
-                                                   "): choose one with --prefix"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " hold", dirs.size() > 1 ? "" : "s", " checkpoints of several prefixes (",
+        absl::StrJoin(prefixes, ", "), "): choose one with --prefix"));
   }
-  if (!global_step.has_value()) return manifests.back();
-  for (const proto::Manifest& manifest : manifests) {
-    if (manifest.global_step() == *global_step) return manifest;
+  const int64_t step = global_step.value_or(*steps.rbegin());
+  if (!steps.contains(step)) {
+    return absl::NotFoundError(absl::StrCat("no manifest of step ", step, " in ", where,
+                                            " (complete steps: ", absl::StrJoin(steps, ", "), ")"));
   }
-  return absl::NotFoundError(absl::StrCat("no manifest of step ", *global_step, " in ", dir,
-                                          " (complete steps: ", absl::StrJoin(steps, ", "), ")"));
+  const std::pair<std::string, proto::Manifest>* chosen = nullptr;
+  for (const auto& entry : manifests) {
+    if (entry.second.global_step() != step) continue;
+    if (chosen == nullptr) {
+      chosen = &entry;
+    } else if (!google::protobuf::util::MessageDifferencer::Equals(chosen->second, entry.second)) {
+      return absl::DataLossError(absl::StrCat("the manifests of step ", step, " in ", chosen->first,
+                                              " and ", entry.first, " differ"));
+    }
+  }
+  return chosen->second;
 }
 
-VerifyReport VerifyStep(const std::string& dir, const proto::Manifest& manifest) {
+absl::StatusOr<proto::Manifest> FindManifest(const std::string& dir, const std::string& prefix,
+                                             std::optional<int64_t> global_step) {
+  return FindManifest(std::vector<std::string>{dir}, prefix, global_step);
+}
+
+VerifyReport VerifyStep(const std::vector<std::string>& dirs, const proto::Manifest& manifest) {
   VerifyReport report;
   CheckManifest(manifest, &report.problems);
-  const std::vector<std::string> missing = MissingFiles(dir, manifest);
-  report.problems.insert(report.problems.end(), missing.begin(), missing.end());
   std::vector<proto::RankFile> files(manifest.files().begin(), manifest.files().end());
   std::sort(files.begin(), files.end(),
             [](const proto::RankFile& a, const proto::RankFile& b) { return a.rank() < b.rank(); });
   std::optional<CheckpointData> rank0;
   for (const proto::RankFile& file : files) {
-    CheckMeta(dir, manifest, file.rank(), &report.problems);
-    const std::string path = JoinPath(dir, file.file());
-    if (!std::filesystem::exists(path)) continue;  // reported by MissingFiles
-    absl::StatusOr<CheckpointData> data = ReadCheckpoint(path);
+    CheckMeta(dirs, manifest, file.rank(), &report.problems);
+    const std::optional<std::string> path = Locate(dirs, file.file());
+    if (!path.has_value()) {
+      report.problems.push_back(Missing(dirs, file.rank(), file.file()));
+      continue;
+    }
+    const size_t before = report.problems.size();
+    std::error_code error;
+    const uintmax_t bytes = std::filesystem::file_size(*path, error);
+    if (!error && bytes != file.bytes()) {
+      report.problems.push_back(absl::StrCat("rank ", file.rank(), ": ", *path, " has ", bytes,
+                                             " bytes, the manifest says ", file.bytes()));
+    }
+    absl::StatusOr<CheckpointData> data = ReadCheckpoint(*path);
     if (!data.ok()) {
       report.problems.push_back(absl::StrCat("rank ", file.rank(), ": ", data.status().message()));
       continue;
     }
-    const size_t before = report.problems.size();
     CheckFile(*data, manifest, file, &report.problems);
     if (!rank0.has_value() && file.rank() == 0) {
       rank0 = std::move(*data);
     } else if (rank0.has_value()) {
       CompareReplica(*rank0, *data, file.rank(), manifest, &report.problems);
     }
-    if (report.problems.size() == before) report.checked.push_back(path);
+    if (report.problems.size() == before) report.checked.push_back(*path);
   }
   return report;
+}
+
+VerifyReport VerifyStep(const std::string& dir, const proto::Manifest& manifest) {
+  return VerifyStep(std::vector<std::string>{dir}, manifest);
 }
 
 }  // namespace lockstep::ckpt

@@ -37,8 +37,13 @@ TensorDiff DiffEntries(const Entry& a, const Entry& b);
 // Every tensor of either file: a's order, then those only in b.
 std::vector<TensorDiff> DiffCheckpoints(const CheckpointData& a, const CheckpointData& b);
 
-// The manifest of `global_step` (the newest when unset) in `dir`. With an empty prefix the
-// directory must hold manifests of a single prefix.
+// The manifest of `global_step` (the newest when unset) among `dirs`: a job's checkpoint
+// directory, or the directories gathered from its hosts when they share no file system (each
+// holds its ranks' files; rank 0's the manifest). Copies of one step's manifest must agree. With
+// an empty prefix the directories must hold manifests of a single prefix.
+absl::StatusOr<proto::Manifest> FindManifest(const std::vector<std::string>& dirs,
+                                             const std::string& prefix,
+                                             std::optional<int64_t> global_step);
 absl::StatusOr<proto::Manifest> FindManifest(const std::string& dir, const std::string& prefix,
                                              std::optional<int64_t> global_step);
 
@@ -46,9 +51,11 @@ struct VerifyReport {
   std::vector<std::string> checked;   // files read and found good
   std::vector<std::string> problems;  // empty when the step is good
 };
-// Checks a saved step: the manifest is consistent, every rank's file is present with the
-// recorded size and CRC, epoch_num/step_num match, the graph .meta files carry the manifest's
-// fingerprint, and every rank's tensors equal rank 0's bit for bit (but the rank_local ones).
+// Checks a saved step: the manifest is consistent, every rank's file is present (in one of
+// `dirs`) with the recorded size and CRC, epoch_num/step_num match, the graph .meta files carry
+// the manifest's fingerprint, and every rank's tensors equal rank 0's bit for bit (but the
+// rank_local ones).
+VerifyReport VerifyStep(const std::vector<std::string>& dirs, const proto::Manifest& manifest);
 VerifyReport VerifyStep(const std::string& dir, const proto::Manifest& manifest);
 
 }  // namespace lockstep::ckpt

@@ -34,9 +34,7 @@ absl::StatusOr<WrittenFile> CheckpointManager::Save(const RankState& state) cons
   LS_RETURN_IF_ERROR(MakeDirectories(config_.directory));
   const std::string path = JoinPath(
       config_.directory, CheckpointFileName(prefix_, rank_, state.epoch, state.step_in_epoch));
-  LS_ASSIGN_OR_RETURN(WrittenFile file, SaveRankState(path, state, config_.write));
-  LS_RETURN_IF_ERROR(Prune());
-  return file;
+  return SaveRankState(path, state, config_.write);
 }
 
 absl::Status CheckpointManager::Prune() const {
@@ -55,21 +53,19 @@ absl::Status CheckpointManager::Prune() const {
                             : 0;
   for (size_t i = 0; i < excess; ++i) {
     const auto [epoch, step] = steps[i];
-    // The manifest goes first: a step must never look complete without its files.
-    if (rank_ == 0) {
-      LS_RETURN_IF_ERROR(
-          RemoveFile(JoinPath(config_.directory, ManifestFileName(prefix_, epoch, step))));
-    }
+    // The manifest goes first: a step must never look complete without its files. Every rank
+    // removes it, as it may hold its directory's copy (on a shared disk, the others find it gone).
+    LS_RETURN_IF_ERROR(
+        RemoveFile(JoinPath(config_.directory, ManifestFileName(prefix_, epoch, step))));
     LS_RETURN_IF_ERROR(
         RemoveFile(JoinPath(config_.directory, CheckpointFileName(prefix_, rank_, epoch, step))));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckpointManager::Commit(const RankState& state,
-                                       const std::vector<WrittenFile>& files,
-                                       const std::string& graph_fingerprint,
-                                       const std::vector<std::string>& rank_local) const {
+absl::StatusOr<proto::Manifest> CheckpointManager::Commit(
+    const RankState& state, const std::vector<WrittenFile>& files,
+    const std::string& graph_fingerprint, const std::vector<std::string>& rank_local) const {
   if (rank_ != 0) return absl::FailedPreconditionError("only rank 0 writes the manifest");
   const size_t saving_ranks = config_.all_ranks ? world_size_ : 1;
   if (files.size() != saving_ranks) {
@@ -94,12 +90,18 @@ absl::Status CheckpointManager::Commit(const RankState& state,
     file->set_crc32(files[rank].crc32);
   }
   for (const std::string& name : rank_local) manifest.add_rank_local(name);
-  std::vector<std::string> missing = MissingFiles(config_.directory, manifest);
-  if (!missing.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("manifest of step ", state.global_step, ": ", absl::StrJoin(missing, "; ")));
-  }
-  return WriteManifest(config_.directory, manifest).status();
+  LS_RETURN_IF_ERROR(WriteManifest(config_.directory, manifest).status());
+  return manifest;
+}
+
+absl::Status CheckpointManager::CopyManifest(const proto::Manifest& manifest) const {
+  const std::string path = JoinPath(
+      config_.directory, ManifestFileName(prefix_, manifest.epoch(), manifest.step_in_epoch()));
+  std::error_code error;
+  if (std::filesystem::exists(path, error)) return absl::OkStatus();  // rank 0's, a shared disk
+  // On a shared disk that shows rank 0's copy late (NFS caches), several ranks may write it:
+  // each through a tmp file of its own, the same bytes renamed over one name.
+  return WriteManifest(config_.directory, manifest, absl::StrCat(".", rank_, ".tmp")).status();
 }
 
 // Resuming a directory that holds only another model's checkpoints is a mistake (the wrong
@@ -119,22 +121,32 @@ absl::Status CheckpointManager::CheckNoOtherModelOnly() const {
       prefix_, ": resume with the model that wrote them, or from another directory"));
 }
 
-absl::StatusOr<bool> CheckpointManager::Resume(RankState* state) const {
-  absl::StatusOr<proto::Manifest> manifest = LatestCompleteStep(config_.directory, prefix_);
-  if (absl::IsNotFound(manifest.status())) {
-    LS_RETURN_IF_ERROR(CheckNoOtherModelOnly());
-    return false;
+absl::StatusOr<std::vector<proto::Manifest>> CheckpointManager::ResumableSteps() const {
+  absl::StatusOr<std::vector<proto::Manifest>> manifests =
+      ListManifests(config_.directory, prefix_);
+  if (absl::IsNotFound(manifests.status())) return std::vector<proto::Manifest>();  // no directory
+  LS_RETURN_IF_ERROR(manifests.status());
+  std::vector<proto::Manifest> steps;
+  for (proto::Manifest& manifest : *manifests) {
+    absl::StatusOr<proto::RankFile> file = FileForRank(manifest, rank_);
+    if (file.ok() && !MissingFile(config_.directory, *file).has_value()) {
+      steps.push_back(std::move(manifest));
+    }
   }
-  LS_RETURN_IF_ERROR(manifest.status());
-  if (manifest->world_size() != world_size_ && rank_ == 0) {
-    LS_LOG(Warning) << "resuming step " << manifest->global_step() << " saved by "
-                    << manifest->world_size() << " ranks with " << world_size_
+  if (steps.empty()) LS_RETURN_IF_ERROR(CheckNoOtherModelOnly());
+  return steps;
+}
+
+absl::Status CheckpointManager::Resume(const proto::Manifest& step, RankState* state) const {
+  if (step.world_size() != world_size_ && rank_ == 0) {
+    LS_LOG(Warning) << "resuming step " << step.global_step() << " saved by " << step.world_size()
+                    << " ranks with " << world_size_
                     << ": the parameters are replicated, but the data order changes";
   }
-  LS_ASSIGN_OR_RETURN(std::string file, FileForRank(*manifest, rank_));
-  LS_RETURN_IF_ERROR(LoadRankState(JoinPath(config_.directory, file), state));
-  state->step_in_epoch = manifest->step_in_epoch();
-  return true;
+  LS_ASSIGN_OR_RETURN(proto::RankFile file, FileForRank(step, rank_));
+  LS_RETURN_IF_ERROR(LoadRankState(JoinPath(config_.directory, file.file()), state));
+  state->step_in_epoch = step.step_in_epoch();
+  return absl::OkStatus();
 }
 
 }  // namespace lockstep::ckpt

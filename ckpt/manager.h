@@ -3,8 +3,10 @@
 // Checkpointing during training, as MindSpore's ModelCheckpoint does it: when to save, per-rank
 // files named as MindSpore names them, the graph .meta once per run, the oldest files deleted
 // beyond keep_checkpoint_max, a manifest from rank 0 once every saving rank is done, and resume
-// from the newest complete step. There is no communication here: the trainer runs the barrier
-// and gathers the ranks' WrittenFiles for rank 0.
+// from a complete step. The ranks need not share a file system: each directory holds its own
+// ranks' files and a copy of the manifest. There is no communication here: the trainer gathers
+// the ranks' WrittenFiles for rank 0, sends its manifest to the others, and has the ranks agree
+// on the step to resume.
 
 #include <cstdint>
 #include <string>
@@ -41,22 +43,34 @@ class CheckpointManager {
 
   // Once per run, on saving ranks: DIR/{prefix}_{rank}-graph.meta.
   absl::Status SaveGraphMeta(const lockstep::proto::GraphDef& graph) const;
-  // This rank's DIR/{prefix}_{rank}-{epoch}_{step}.ckpt; then deletes this rank's oldest steps
-  // beyond keep_checkpoint_max (rank 0 deletes their manifests first).
+  // This rank's DIR/{prefix}_{rank}-{epoch}_{step}.ckpt.
   absl::StatusOr<WrittenFile> Save(const RankState& state) const;
-  // Rank 0, once every saving rank's Save returned (`files[i]` is rank i's): writes the manifest
-  // that makes the step complete. `rank_local` names tensors that differ across ranks.
-  absl::Status Commit(const RankState& state, const std::vector<WrittenFile>& files,
-                      const std::string& graph_fingerprint,
-                      const std::vector<std::string>& rank_local = {}) const;
-  // Restores `state` from the newest complete step; false when there is none to resume from.
-  absl::StatusOr<bool> Resume(RankState* state) const;
+  // On saving ranks, once the step every rank saved is committed: deletes this rank's oldest
+  // steps beyond keep_checkpoint_max, their manifest first. Not before the commit: with
+  // keep_checkpoint_max 1 a rank dying between its save and the commit would leave no complete
+  // step.
+  absl::Status Prune() const;
+  // Rank 0, once every saving rank's Save returned (`files[i]` is rank i's, as that rank
+  // reported it: rank 0 may not see the file): writes the manifest that makes the step complete
+  // and returns it. `rank_local` names tensors that differ across ranks.
+  absl::StatusOr<proto::Manifest> Commit(const RankState& state,
+                                         const std::vector<WrittenFile>& files,
+                                         const std::string& graph_fingerprint,
+                                         const std::vector<std::string>& rank_local = {}) const;
+  // The other saving ranks, once rank 0 committed `manifest`: writes a copy where this rank's
+  // directory lacks it (a disk rank 0 does not write to), so that the step is complete there.
+  absl::Status CopyManifest(const proto::Manifest& manifest) const;
+
+  // The steps this rank can resume from, oldest first: those with a manifest in its directory
+  // and, there, the file it resumes from. Resume one that every rank has.
+  absl::StatusOr<std::vector<proto::Manifest>> ResumableSteps() const;
+  // Restores `state` from `step`, one of ResumableSteps.
+  absl::Status Resume(const proto::Manifest& step, RankState* state) const;
 
   const CheckpointConfig& config() const { return config_; }
 
  private:
   absl::Status CheckNoOtherModelOnly() const;
-  absl::Status Prune() const;
 
   CheckpointConfig config_;
   std::string prefix_;

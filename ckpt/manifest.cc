@@ -11,7 +11,8 @@
 
 namespace lockstep::ckpt {
 
-absl::StatusOr<std::string> WriteManifest(const std::string& dir, const proto::Manifest& manifest) {
+absl::StatusOr<std::string> WriteManifest(const std::string& dir, const proto::Manifest& manifest,
+                                          absl::string_view tmp_suffix) {
   std::string json;
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
@@ -23,7 +24,7 @@ absl::StatusOr<std::string> WriteManifest(const std::string& dir, const proto::M
   }
   const std::string path = JoinPath(
       dir, ManifestFileName(manifest.prefix(), manifest.epoch(), manifest.step_in_epoch()));
-  LS_RETURN_IF_ERROR(WriteFileAtomically(path, json));
+  LS_RETURN_IF_ERROR(WriteFileAtomically(path, json, tmp_suffix));
   return path;
 }
 
@@ -66,17 +67,23 @@ absl::StatusOr<std::vector<proto::Manifest>> ListManifests(const std::string& di
   return manifests;
 }
 
+std::optional<std::string> MissingFile(const std::string& dir, const proto::RankFile& file) {
+  const std::string path = JoinPath(dir, file.file());
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    return absl::StrCat("rank ", file.rank(), ": ", path, " is missing");
+  }
+  if (static_cast<uint64_t>(info.st_size) != file.bytes()) {
+    return absl::StrCat("rank ", file.rank(), ": ", path, " has ", info.st_size,
+                        " bytes, the manifest says ", file.bytes());
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> MissingFiles(const std::string& dir, const proto::Manifest& manifest) {
   std::vector<std::string> problems;
   for (const proto::RankFile& file : manifest.files()) {
-    const std::string path = JoinPath(dir, file.file());
-    struct stat info;
-    if (stat(path.c_str(), &info) != 0) {
-      problems.push_back(absl::StrCat("rank ", file.rank(), ": ", path, " is missing"));
-    } else if (static_cast<uint64_t>(info.st_size) != file.bytes()) {
-      problems.push_back(absl::StrCat("rank ", file.rank(), ": ", path, " has ", info.st_size,
-                                      " bytes, the manifest says ", file.bytes()));
-    }
+    if (std::optional<std::string> problem = MissingFile(dir, file)) problems.push_back(*problem);
   }
   return problems;
 }
@@ -91,13 +98,13 @@ absl::StatusOr<proto::Manifest> LatestCompleteStep(const std::string& dir,
       absl::StrCat("no complete checkpoint step of '", prefix, "' in ", dir));
 }
 
-absl::StatusOr<std::string> FileForRank(const proto::Manifest& manifest, int rank) {
+absl::StatusOr<proto::RankFile> FileForRank(const proto::Manifest& manifest, int rank) {
   // More ranks than saved: data-parallel replicas hold the same parameters, so rank r takes the
   // file of saved rank r mod world_size.
   const int saved_world = std::max(manifest.world_size(), 1);
   const int source = manifest.all_ranks() ? rank % saved_world : 0;
   for (const proto::RankFile& file : manifest.files()) {
-    if (file.rank() == source) return file.file();
+    if (file.rank() == source) return file;
   }
   return absl::NotFoundError(absl::StrCat("the manifest of step ", manifest.global_step(),
                                           " lists no file for rank ", source));

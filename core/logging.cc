@@ -48,7 +48,8 @@ LogMessage::~LogMessage() {
   {
     std::lock_guard<std::mutex> lock(g_log_mutex);
     std::ostream& out = level_ == LogLevel::kInfo ? std::cout : std::cerr;
-    out << stream_.str() << std::endl;
+    // One write: under mpirun, the ranks' lines would interleave between text and newline.
+    out << stream_.str() + '\n' << std::flush;
   }
   if (level_ == LogLevel::kFatal) std::abort();
 }

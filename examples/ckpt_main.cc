@@ -161,19 +161,21 @@ int Diff(const std::string& a_path, const std::string& b_path, double atol) {
   return differing > 0 ? kDiffers : 0;
 }
 
-int Verify(const std::string& dir, const std::string& prefix, std::optional<int64_t> step) {
-  absl::StatusOr<proto::Manifest> manifest = FindManifest(dir, prefix, step);
+// `dirs`: the job's checkpoint directory, or those gathered from each of its hosts.
+int Verify(const std::vector<std::string>& dirs, const std::string& prefix,
+           std::optional<int64_t> step) {
+  absl::StatusOr<proto::Manifest> manifest = FindManifest(dirs, prefix, step);
   if (!manifest.ok()) {
     std::cout << LogPrefix() << "verify: " << manifest.status().message() << std::endl;
     return kDiffers;
   }
   std::cout << absl::StrFormat(
       "%s: prefix %s, step %d (epoch %d, step %d in epoch), world size %d, %s, fingerprint %s\n",
-      dir, manifest->prefix(), manifest->global_step(), manifest->epoch(),
+      absl::StrJoin(dirs, " "), manifest->prefix(), manifest->global_step(), manifest->epoch(),
       manifest->step_in_epoch(), manifest->world_size(),
       manifest->all_ranks() ? "all ranks saved" : "rank 0 saved",
       manifest->graph_fingerprint().empty() ? "(none)" : manifest->graph_fingerprint());
-  const VerifyReport report = VerifyStep(dir, *manifest);
+  const VerifyReport report = VerifyStep(dirs, *manifest);
   for (const std::string& path : report.checked) std::cout << "  ok " << path << "\n";
   for (const std::string& problem : report.problems) {
     std::cout << LogPrefix() << "verify: " << problem << "\n";
@@ -256,7 +258,8 @@ int Predict(const std::string& ckpt, const std::vector<std::string>& images,
 int main(int argc, char** argv) {
   CLI::App app{"Inspects Lockstep/MindSpore checkpoints (.ckpt) and graph metadata (.meta)."};
   app.require_subcommand(1);
-  std::string file, a, b, dir, prefix;
+  std::string file, a, b, prefix;
+  std::vector<std::string> dirs;
   bool json = false;
   double atol = 0.0;
   std::optional<int64_t> step;
@@ -275,7 +278,8 @@ int main(int argc, char** argv) {
   diff->add_option("--atol", atol, "tolerated max absolute difference")->capture_default_str();
   CLI::App* verify = app.add_subcommand(
       "verify", "a saved step: every rank's file, CRCs, manifest, identical replicas");
-  verify->add_option("dir", dir, "checkpoint directory")->required();
+  verify->add_option("dirs", dirs, "checkpoint directory, or one per host without a shared disk")
+      ->required();
   verify->add_option("--step", step, "global step (step_num) to check; default the newest");
   verify->add_option("--prefix", prefix, "checkpoint prefix, when the directory holds several");
   lockstep::ckpt::InferenceFlags inference;
@@ -306,5 +310,5 @@ int main(int argc, char** argv) {
   if (diff->parsed()) return lockstep::ckpt::Diff(a, b, atol);
   if (export_onnx->parsed()) return lockstep::ckpt::Export(file, out, inference);
   if (predict->parsed()) return lockstep::ckpt::Predict(file, images, inference);
-  return lockstep::ckpt::Verify(dir, prefix, step);
+  return lockstep::ckpt::Verify(dirs, prefix, step);
 }

@@ -50,7 +50,7 @@ struct Flags {
   int64_t image_size = 0;      // 0: the size the model was made for
   double val_fraction = 0.0;
   int workers = 0;  // 0: as many as --threads
-  int threads = 0;  // 0: cores / ranks on this host
+  int threads = 0;  // 0: host cores / local ranks, at most the cores bound to
   uint64_t seed = 0;
   std::string ckpt_dir;
   int64_t save_steps = 0;
@@ -93,7 +93,9 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "without DIR/val: share of each class of DIR/train held out for validation")
       ->check(CLI::Range(0.0, 0.99));
   app.add_option("--workers", f.workers, "decoding threads per rank (default: --threads)");
-  app.add_option("--threads", f.threads, "compute threads per rank (default: cores / ranks)");
+  app.add_option("--threads", f.threads,
+                 "compute threads per rank (default: host cores / local ranks, at most the cores "
+                 "it is bound to)");
   app.add_option("--seed", f.seed, "weights, data order and augmentation")->capture_default_str();
   app.add_option("--ckpt-dir", f.ckpt_dir, "write checkpoints here");
   app.add_option("--save-steps", f.save_steps, "checkpoint every N steps (0: off)")

@@ -3,6 +3,8 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <utility>
+
 #include "absl/strings/str_format.h"
 
 namespace lockstep {
@@ -55,6 +57,16 @@ std::string DeterministicBytes(const proto::GraphDef& graph) {
   return bytes;
 }
 
+// FNV-1a 64 of `graph` with its fingerprint field empty.
+std::string Hash(proto::GraphDef graph) {
+  graph.clear_fingerprint();
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
+  for (unsigned char byte : DeterministicBytes(graph)) {
+    hash = (hash ^ byte) * 0x100000001b3ull;
+  }
+  return absl::StrFormat("%016x", hash);
+}
+
 }  // namespace
 
 proto::GraphDef ToProto(const Graph& graph) {
@@ -92,14 +104,15 @@ proto::GraphDef ToProto(const Graph& graph) {
 
 std::string Fingerprint(const proto::GraphDef& graph) {
   proto::GraphDef copy = graph;
-  copy.clear_fingerprint();
-  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
-  for (unsigned char byte : DeterministicBytes(copy)) {
-    hash = (hash ^ byte) * 0x100000001b3ull;
-  }
-  return absl::StrFormat("%016x", hash);
+  if (copy.has_plan()) copy.mutable_plan()->clear_workspace();
+  return Hash(std::move(copy));
 }
 
 std::string Fingerprint(const Graph& graph) { return ToProto(graph).fingerprint(); }
+
+bool IsOwnFingerprint(const proto::GraphDef& graph) {
+  // Graphs saved before the workspace was left out hashed it too.
+  return graph.fingerprint() == Fingerprint(graph) || graph.fingerprint() == Hash(graph);
+}
 
 }  // namespace lockstep

@@ -22,8 +22,9 @@ absl::Status TerminateOnNaN::OnStepEnd(Model&, const StepInfo& step) {
 
 std::string SkippedUpdateNotice(const StepInfo& step) {
   if (!step.update_skipped) return "";
-  return absl::StrFormat("epoch: %d step: %d, gradients overflowed: update skipped, loss scale now %g",
-                         step.epoch, step.step, step.loss_scale);
+  return absl::StrFormat(
+      "epoch: %d step: %d, gradients overflowed: update skipped, loss scale now %g", step.epoch,
+      step.step, step.loss_scale);
 }
 
 absl::Status LossMonitor::OnStepEnd(Model&, const StepInfo& step) {

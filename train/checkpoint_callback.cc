@@ -1,5 +1,8 @@
 #include "train/checkpoint_callback.h"
 
+#include <algorithm>
+#include <cstring>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -20,6 +23,58 @@ constexpr int64_t kRecordFields = 2;
 std::shared_ptr<parallel::Communicator> WorldOrDefault(
     std::shared_ptr<parallel::Communicator> world) {
   return world != nullptr ? std::move(world) : parallel::CurrentContext().HostWorld();
+}
+
+// `value` reduced over the ranks.
+absl::StatusOr<int64_t> AllReduceInt(int64_t value, parallel::ReduceOp op,
+                                     parallel::Communicator& world) {
+  Tensor tensor = Tensor::Empty({1}, DType::kI64);
+  *tensor.data<int64_t>() = value;
+  LS_RETURN_IF_ERROR(world.AllReduce(tensor, op));
+  return *tensor.data<int64_t>();
+}
+
+// Rank 0's `bytes` on every rank (the others pass none).
+absl::StatusOr<std::string> BroadcastFromRankZero(const std::string& bytes,
+                                                  parallel::Communicator& world) {
+  Tensor size = Tensor::Empty({1}, DType::kI64);
+  *size.data<int64_t>() = static_cast<int64_t>(bytes.size());
+  LS_RETURN_IF_ERROR(world.Broadcast(size, 0));
+  const int64_t n = *size.data<int64_t>();
+  Tensor data = Tensor::Zeros({std::max<int64_t>(n, 1)}, DType::kU8);
+  if (world.rank() == 0) std::memcpy(data.raw_data(), bytes.data(), n);
+  LS_RETURN_IF_ERROR(world.Broadcast(data, 0));
+  return std::string(static_cast<const char*>(data.raw_data()), n);
+}
+
+// The newest of this rank's resumable `steps` (oldest first) that every rank has; null when no
+// rank has any. Each round takes the least of the ranks' newest steps up to the last round's,
+// until every rank has it. Ranks with steps but none in common get one agreed error.
+absl::StatusOr<const ckpt::proto::Manifest*> NewestCommonStep(
+    const std::vector<ckpt::proto::Manifest>& steps, parallel::Communicator& world,
+    const std::string& directory) {
+  int64_t common = std::numeric_limits<int64_t>::max();
+  while (true) {
+    auto mine = std::find_if(steps.rbegin(), steps.rend(), [&](const ckpt::proto::Manifest& step) {
+      return step.global_step() <= common;
+    });
+    LS_ASSIGN_OR_RETURN(const int64_t least,
+                        AllReduceInt(mine == steps.rend() ? -1 : mine->global_step(),
+                                     parallel::ReduceOp::kMin, world));
+    if (least == common) return &*mine;
+    if (least < 0) break;
+    common = least;
+  }
+  LS_ASSIGN_OR_RETURN(const int64_t newest,
+                      AllReduceInt(steps.empty() ? -1 : steps.back().global_step(),
+                                   parallel::ReduceOp::kMax, world));
+  if (newest < 0) return nullptr;
+  const std::string have = steps.empty()
+                               ? "no complete step"
+                               : absl::StrCat("newest complete step ", steps.back().global_step());
+  return parallel::AgreeAcrossRanks(
+      absl::FailedPreconditionError(absl::StrCat(have, " in ", directory)), world,
+      "no checkpoint step is complete on every rank");
 }
 
 absl::Status CheckCompiled(const Model& model) {
@@ -120,7 +175,7 @@ absl::Status ModelCheckpoint::Save(Model& model, int64_t epoch, int64_t step_in_
   }
   LS_RETURN_IF_ERROR(committed);
   last_saved_step_ = state.global_step;
-  return absl::OkStatus();
+  return manager_.SavesOnThisRank() ? manager_.Prune() : absl::OkStatus();
 }
 
 absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
@@ -136,8 +191,11 @@ absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
   LS_RETURN_IF_ERROR(Annotate(world_->AllGather(record, records),
                               absl::StrCat("gathering checkpoint step ", state.global_step)));
   const int64_t* all = records.data<int64_t>();
-  // Rank 0 commits; the others wait for its outcome, so no rank runs ahead of the manifest.
+  // Rank 0 commits and sends the manifest (none when it failed) to the others, which copy it
+  // where they do not see it (no shared file system). They wait for it and for the outcome, so
+  // no rank runs ahead of the manifest.
   absl::Status committed;
+  std::string manifest;  // serialized
   if (world_->rank() == 0) {
     std::vector<ckpt::WrittenFile> files;
     const int saving_ranks = manager_.config().all_ranks ? ranks : 1;
@@ -146,7 +204,17 @@ absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
                        static_cast<uint64_t>(all[rank * kRecordFields]),
                        static_cast<uint32_t>(all[rank * kRecordFields + 1])});
     }
-    committed = manager_.Commit(state, files, fingerprint_, rank_local_);
+    absl::StatusOr<ckpt::proto::Manifest> written =
+        manager_.Commit(state, files, fingerprint_, rank_local_);
+    committed = written.status();
+    if (written.ok()) manifest = written->SerializeAsString();
+  }
+  LS_ASSIGN_OR_RETURN(manifest, BroadcastFromRankZero(manifest, *world_));
+  if (world_->rank() != 0 && manager_.SavesOnThisRank() && !manifest.empty()) {
+    ckpt::proto::Manifest copy;
+    committed = copy.ParseFromString(manifest)
+                    ? manager_.CopyManifest(copy)
+                    : absl::InternalError("rank 0's manifest arrived garbled");
   }
   return parallel::AgreeAcrossRanks(
       committed, *world_, absl::StrCat("checkpoint step ", state.global_step, " not committed"));
@@ -157,11 +225,17 @@ absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& direc
                                           std::shared_ptr<parallel::Communicator> world) {
   world = WorldOrDefault(std::move(world));
   LS_RETURN_IF_ERROR(model.Compile());
+  LS_ASSIGN_OR_RETURN(ckpt::RankState state, ModelState(model));
+  // Each rank sees its own directory, which may be on a disk of its host alone; errors are
+  // agreed before the next collective, so that every rank returns them.
   const ckpt::CheckpointManager manager({.directory = directory}, prefix, world->rank(),
                                         world->size());
-  LS_ASSIGN_OR_RETURN(ckpt::RankState state, ModelState(model));
-  LS_ASSIGN_OR_RETURN(bool found, manager.Resume(&state));
-  if (!found) return false;
+  absl::StatusOr<std::vector<ckpt::proto::Manifest>> steps = manager.ResumableSteps();
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(steps.status(), *world));
+  LS_ASSIGN_OR_RETURN(const ckpt::proto::Manifest* step,
+                      NewestCommonStep(*steps, *world, directory));
+  if (step == nullptr) return false;
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(manager.Resume(*step, &state), *world));
   for (const ckpt::NamedTensor& tensor : state.tensors) {
     LS_RETURN_IF_ERROR(model.SetVariable(tensor.name, tensor.tensor));
   }

@@ -31,10 +31,12 @@ inline constexpr char kDataBatchName[] = "data_batch";
 // Saves {prefix}_{rank}-{epoch}_{step}.ckpt on the steps and epoch ends the config asks for
 // (with gradient accumulation, only at updates), and {prefix}_{rank}-graph.meta once. The ranks
 // then allgather what they wrote; rank 0 writes the manifest that makes the step complete and
-// broadcasts the outcome, so no rank runs ahead of it. A save that fails on any rank (no space,
-// permission, quota) is agreed across the ranks, naming the rank, path and reason; no manifest
-// is written, so the previous complete step stays the one a resume picks. Then training stops
-// on every rank, or, with SaveErrorPolicy::kContinue, rank 0 warns and training goes on.
+// broadcasts it, and the other saving ranks copy it where their directory lacks it (hosts that
+// share no file system); the outcome is agreed, so no rank runs ahead of it. A save that fails
+// on any rank (no space, permission, quota) is agreed across the ranks, naming the rank, path
+// and reason; no manifest is written, so the previous complete step stays the one a resume
+// picks. Then training stops on every rank, or, with SaveErrorPolicy::kContinue, rank 0 warns
+// and training goes on.
 enum class SaveErrorPolicy { kStop, kContinue };
 
 class ModelCheckpoint : public Callback {
@@ -56,7 +58,8 @@ class ModelCheckpoint : public Callback {
   // (data_epoch, data_batch) is where the next batch comes from.
   absl::Status Save(Model& model, int64_t epoch, int64_t step_in_epoch, int64_t data_epoch,
                     int64_t data_batch);
-  // Gathers every rank's file record and has rank 0 commit the step.
+  // Gathers every rank's file record, has rank 0 commit the step and the others copy its
+  // manifest.
   absl::Status CommitOnRankZero(const ckpt::RankState& state,
                                 const absl::StatusOr<ckpt::WrittenFile>& written);
 
@@ -70,9 +73,10 @@ class ModelCheckpoint : public Callback {
   bool mid_accumulation_ = false;        // the last micro-batch did not update
 };
 
-// Restores `model` (compiling it first) from the newest complete step of `prefix` in
-// `directory`: parameters, state, moments, the global step, the epochs done and the data
-// position. Train then continues that epoch at the next batch; run it for the epochs that remain
+// Restores `model` (compiling it first) from the newest complete step of `prefix` that every
+// rank finds in its `directory` (a shared one, or each host's own disk): parameters, state,
+// moments, the global step, the epochs done and the data position. Errors are agreed across the
+// ranks. Train then continues that epoch at the next batch; run it for the epochs that remain
 // (total - model.epochs_done()). False, with the model untouched, when there is no complete step.
 absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& directory,
                                           const std::string& prefix,

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "absl/strings/str_join.h"
 #include "ckpt/graph_meta.h"
@@ -224,6 +225,43 @@ TEST_F(VerifyTest, AHugeWorldSizeIsOneProblem) {
   ASSERT_EQ(report.problems.size(), 1u) << Problems(report);
   EXPECT_EQ(report.problems[0],
             "the manifest lists no file for rank 2, 3, 4, 5, 6 and 1999999993 more");
+}
+
+// Hosts without a shared file system: rank 1's files on another host's disk, the manifests on
+// rank 0's; verify takes both directories.
+TEST_F(VerifyTest, AStepSpreadOverTwoHostsVerifies) {
+  TempDir host_b;
+  for (const std::string name : {"net_1-1_20.ckpt", "net_1-1_10.ckpt", "net_1-graph.meta"}) {
+    std::filesystem::rename(dir_.Join(name), host_b.Join(name));
+  }
+  const std::vector<std::string> both = {dir_.path(), host_b.path()};
+  absl::StatusOr<proto::Manifest> manifest = FindManifest(both, "", std::nullopt);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  VerifyReport report = VerifyStep(both, *manifest);
+  EXPECT_TRUE(report.problems.empty()) << Problems(report);
+  EXPECT_EQ(report.checked, (std::vector<std::string>{dir_.Join("net_0-1_20.ckpt"),
+                                                      host_b.Join("net_1-1_20.ckpt")}));
+  EXPECT_NE(Problems(VerifyStep(dir_.path(), *manifest)).find(" is missing"), std::string::npos);
+
+  ASSERT_TRUE(RemoveFile(host_b.Join("net_1-1_20.ckpt")).ok());
+  EXPECT_NE(
+      Problems(VerifyStep(both, *manifest))
+          .find("rank 1: net_1-1_20.ckpt is in none of " + dir_.path() + ", " + host_b.path()),
+      std::string::npos);
+}
+
+// A copy of the manifest on another host that says something else is an error.
+TEST_F(VerifyTest, ManifestCopiesThatDifferAreAnError) {
+  TempDir host_b;
+  proto::Manifest manifest = *FindManifest(dir_.path(), "", std::nullopt);
+  manifest.set_world_size(3);
+  ASSERT_TRUE(WriteManifest(host_b.path(), manifest).ok());
+  absl::StatusOr<proto::Manifest> found =
+      FindManifest(std::vector<std::string>{dir_.path(), host_b.path()}, "", std::nullopt);
+  EXPECT_NE(found.status().message().find("the manifests of step 20 in " + dir_.path() + " and " +
+                                          host_b.path() + " differ"),
+            std::string::npos)
+      << found.status();
 }
 
 TEST_F(VerifyTest, NoManifestMeansNoCompleteStep) {

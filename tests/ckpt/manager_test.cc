@@ -1,5 +1,6 @@
 // File naming, when to save, pruning, and the manifest protocol with several ranks simulated in
-// one process: each rank saves its file, then rank 0 commits the step.
+// one process: each rank saves its file, then rank 0 commits the step and the others copy its
+// manifest where their directory lacks it.
 
 #include "ckpt/manager.h"
 
@@ -17,6 +18,7 @@ namespace {
 
 using testing::Bytes;
 using testing::PatternTensor;
+using testing::ReadBytes;
 using testing::TempDir;
 
 constexpr char kPrefix[] = "resnet50";
@@ -51,10 +53,16 @@ TEST(CkptManagerTest, ShouldSaveEveryNStepsAndEveryMEpochs) {
 
 // `world` managers over one directory and their ranks' states.
 struct SimulatedRanks {
-  SimulatedRanks(const std::string& dir, int world, bool all_ranks = true, int keep = 5) {
+  SimulatedRanks(const std::string& dir, int world, bool all_ranks = true, int keep = 5)
+      : SimulatedRanks(std::vector<std::string>(world, dir), all_ranks, keep) {}
+  // A directory per rank, as on hosts that share no file system.
+  explicit SimulatedRanks(const std::vector<std::string>& dirs, bool all_ranks = true,
+                          int keep = 5) {
+    const int world = static_cast<int>(dirs.size());
     for (int rank = 0; rank < world; ++rank) {
       managers.emplace_back(
-          CheckpointConfig{.keep_checkpoint_max = keep, .all_ranks = all_ranks, .directory = dir},
+          CheckpointConfig{
+              .keep_checkpoint_max = keep, .all_ranks = all_ranks, .directory = dirs[rank]},
           kPrefix, rank, world);
     }
   }
@@ -69,7 +77,8 @@ struct SimulatedRanks {
     return state;
   }
 
-  // Every saving rank saves the step (rank r's weights patterned by r + step); rank 0 commits.
+  // Every saving rank saves the step (rank r's weights patterned by r + step); rank 0 commits,
+  // the other saving ranks copy its manifest, then the saving ranks prune.
   std::vector<WrittenFile> SaveStep(int64_t epoch, int64_t step, bool commit = true) {
     std::vector<WrittenFile> files;
     for (int rank = 0; rank < static_cast<int>(managers.size()); ++rank) {
@@ -78,15 +87,32 @@ struct SimulatedRanks {
       EXPECT_TRUE(file.ok()) << file.status();
       files.push_back(*file);
     }
-    if (commit) {
-      absl::Status status = managers[0].Commit(State(epoch, step, 0), files, "0123456789abcdef");
+    if (!commit) return files;
+    absl::StatusOr<proto::Manifest> manifest =
+        managers[0].Commit(State(epoch, step, 0), files, "0123456789abcdef");
+    EXPECT_TRUE(manifest.ok()) << manifest.status();
+    for (size_t rank = 1; rank < files.size(); ++rank) {
+      absl::Status status = managers[rank].CopyManifest(*manifest);
       EXPECT_TRUE(status.ok()) << status;
+    }
+    for (const CheckpointManager& manager : managers) {
+      if (manager.SavesOnThisRank()) {
+        EXPECT_TRUE(manager.Prune().ok());
+      }
     }
     return files;
   }
 
   std::vector<CheckpointManager> managers;
 };
+
+// What resume does for a rank alone: the newest step it can resume from; false when none.
+absl::StatusOr<bool> ResumeNewest(const CheckpointManager& manager, RankState* state) {
+  LS_ASSIGN_OR_RETURN(std::vector<proto::Manifest> steps, manager.ResumableSteps());
+  if (steps.empty()) return false;
+  LS_RETURN_IF_ERROR(manager.Resume(steps.back(), state));
+  return true;
+}
 
 TEST(CkptManagerTest, OnlyStepsWithAManifestAreComplete) {
   TempDir dir;
@@ -118,7 +144,7 @@ TEST(CkptManagerTest, CommitRefusesWhenARankDidNotSave) {
   SimulatedRanks run(dir.path(), 3);
   std::vector<WrittenFile> files = run.SaveStep(1, 10, /*commit=*/false);
   files.pop_back();
-  absl::Status status = run.managers[0].Commit(SimulatedRanks::State(1, 10, 0), files, "");
+  absl::Status status = run.managers[0].Commit(SimulatedRanks::State(1, 10, 0), files, "").status();
   EXPECT_NE(status.message().find("2 rank files for 3 saving rank(s)"), std::string::npos)
       << status;
   EXPECT_FALSE(run.managers[1].Commit(SimulatedRanks::State(1, 10, 0), files, "").ok()) << "rank 1";
@@ -132,7 +158,7 @@ TEST(CkptManagerTest, EveryRankResumesItsOwnFileFromTheNewestCompleteStep) {
   run.SaveStep(2, 15, /*commit=*/false);
   for (int rank = 0; rank < 3; ++rank) {
     RankState state = SimulatedRanks::State(0, 0, 999);
-    absl::StatusOr<bool> resumed = run.managers[rank].Resume(&state);
+    absl::StatusOr<bool> resumed = ResumeNewest(run.managers[rank], &state);
     ASSERT_TRUE(resumed.ok()) << resumed.status();
     EXPECT_TRUE(*resumed);
     EXPECT_EQ(state.epoch, 2);
@@ -148,7 +174,7 @@ TEST(CkptManagerTest, ResumeWithNothingSavedReturnsFalse) {
   TempDir dir;
   SimulatedRanks run(dir.Join("not_yet_created"), 1);
   RankState state = SimulatedRanks::State(1, 1, 0);
-  absl::StatusOr<bool> resumed = run.managers[0].Resume(&state);
+  absl::StatusOr<bool> resumed = ResumeNewest(run.managers[0], &state);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_FALSE(*resumed);
 }
@@ -159,7 +185,7 @@ TEST(CkptManagerTest, ResumingAnotherModelsDirectoryFailsNamingIt) {
   run.SaveStep(1, 10);
   const CheckpointManager other({.directory = dir.path()}, "lenet", 0, 1);
   RankState state = SimulatedRanks::State(1, 1, 0);
-  absl::StatusOr<bool> resumed = other.Resume(&state);
+  absl::StatusOr<bool> resumed = ResumeNewest(other, &state);
   EXPECT_EQ(resumed.status().message(),
             absl::StrCat(dir.path(),
                          " holds checkpoints of resnet50, none of lenet: resume with "
@@ -168,7 +194,7 @@ TEST(CkptManagerTest, ResumingAnotherModelsDirectoryFailsNamingIt) {
   SimulatedRanks lenet(dir.path(), 1);
   lenet.managers = {CheckpointManager({.directory = dir.path()}, "lenet", 0, 1)};
   lenet.SaveStep(1, 5);
-  EXPECT_TRUE(*other.Resume(&state));
+  EXPECT_TRUE(*ResumeNewest(other, &state));
 }
 
 TEST(CkptManagerTest, RankZeroAloneSavesAndEveryRankResumesFromIt) {
@@ -179,7 +205,7 @@ TEST(CkptManagerTest, RankZeroAloneSavesAndEveryRankResumesFromIt) {
   run.SaveStep(1, 10);
   EXPECT_EQ(ListFiles(dir.path())->size(), 2u);  // rank 0's file and the manifest
   RankState state = SimulatedRanks::State(0, 0, 999);
-  ASSERT_TRUE(*run.managers[3].Resume(&state));
+  ASSERT_TRUE(*ResumeNewest(run.managers[3], &state));
   EXPECT_EQ(Bytes(state.tensors[0].tensor),
             Bytes(SimulatedRanks::State(1, 10, 10).tensors[0].tensor));
 }
@@ -193,7 +219,7 @@ TEST(CkptManagerTest, MoreRanksThanSavedResumeFromTheSavedRanksFiles) {
   SimulatedRanks resumed(dir.path(), 4);
   for (int rank = 0; rank < 4; ++rank) {
     RankState state = SimulatedRanks::State(0, 0, 999);
-    absl::StatusOr<bool> found = resumed.managers[rank].Resume(&state);
+    absl::StatusOr<bool> found = ResumeNewest(resumed.managers[rank], &state);
     ASSERT_TRUE(found.ok()) << found.status();
     EXPECT_TRUE(*found);
     EXPECT_EQ(Bytes(state.tensors[0].tensor),
@@ -210,6 +236,57 @@ TEST(CkptManagerTest, KeepCheckpointMaxDeletesTheOldestStepsAndTheirManifests) {
                                              "resnet50_0-1_30.ckpt",   "resnet50_0-1_40.ckpt",
                                              "resnet50_1-1_30.ckpt",   "resnet50_1-1_40.ckpt"};
   EXPECT_EQ(*ListFiles(dir.path()), expected);
+}
+
+// A rank that dies after the others saved a step, before it is committed, leaves the previous
+// step complete, even when only one is kept (found by the chaos test).
+TEST(CkptManagerTest, TheNewestCompleteStepIsKeptUntilTheNextIsCommitted) {
+  TempDir dir;
+  SimulatedRanks run(dir.path(), 2, /*all_ranks=*/true, /*keep=*/1);
+  run.SaveStep(1, 10);
+  run.SaveStep(1, 20, /*commit=*/false);
+  EXPECT_EQ(LatestCompleteStep(dir.path(), kPrefix)->global_step(), 10);
+}
+
+// Hosts that share no file system: rank 0 commits from what the ranks reported, without seeing
+// their files, and every directory gets its ranks' files and a copy of the manifest, pruned
+// with them. Each rank resumes from its own directory.
+TEST(CkptManagerTest, RanksOnTheirOwnDisksEachGetTheManifest) {
+  TempDir a, b;
+  SimulatedRanks run({a.path(), b.path(), b.path()}, /*all_ranks=*/true, /*keep=*/2);
+  for (int64_t step = 1; step <= 3; ++step) run.SaveStep(1, step * 10);
+  EXPECT_EQ(*ListFiles(a.path()),
+            (std::vector<std::string>{"resnet50-1_20.manifest", "resnet50-1_30.manifest",
+                                      "resnet50_0-1_20.ckpt", "resnet50_0-1_30.ckpt"}));
+  EXPECT_EQ(*ListFiles(b.path()),
+            (std::vector<std::string>{"resnet50-1_20.manifest", "resnet50-1_30.manifest",
+                                      "resnet50_1-1_20.ckpt", "resnet50_1-1_30.ckpt",
+                                      "resnet50_2-1_20.ckpt", "resnet50_2-1_30.ckpt"}));
+  EXPECT_EQ(ReadBytes(a.Join("resnet50-1_30.manifest")),
+            ReadBytes(b.Join("resnet50-1_30.manifest")));
+  for (int rank = 0; rank < 3; ++rank) {
+    RankState state = SimulatedRanks::State(0, 0, 999);
+    ASSERT_TRUE(*ResumeNewest(run.managers[rank], &state)) << "rank " << rank;
+    EXPECT_EQ(Bytes(state.tensors[0].tensor),
+              Bytes(SimulatedRanks::State(1, 30, rank + 30).tensors[0].tensor));
+  }
+}
+
+// Each rank checks only the file it resumes from; the ranks then agree on a step they all have.
+TEST(CkptManagerTest, ARankCanResumeTheStepsWithItsOwnFileAndAManifest) {
+  TempDir dir;
+  SimulatedRanks run(dir.path(), 2);
+  run.SaveStep(1, 10);
+  run.SaveStep(1, 20);
+  ASSERT_TRUE(RemoveFile(dir.Join("resnet50_1-1_20.ckpt")).ok());
+  auto steps = [&](int rank) {
+    std::vector<int64_t> global_steps;
+    absl::StatusOr<std::vector<proto::Manifest>> resumable = run.managers[rank].ResumableSteps();
+    for (const proto::Manifest& step : *resumable) global_steps.push_back(step.global_step());
+    return global_steps;
+  };
+  EXPECT_EQ(steps(0), (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(steps(1), (std::vector<int64_t>{10}));
 }
 
 TEST(CkptManagerTest, GraphMetaHoldsTheGraphAndItsFingerprint) {

@@ -90,7 +90,7 @@ absl::Status WriteRun(const std::string& dir) {
     for (CheckpointManager& rank : ranks) {
       LS_ASSIGN_OR_RETURN(files.emplace_back(), rank.Save(state));
     }
-    LS_RETURN_IF_ERROR(ranks[0].Commit(state, files, graph.fingerprint()));
+    LS_RETURN_IF_ERROR(ranks[0].Commit(state, files, graph.fingerprint()).status());
   }
   return absl::OkStatus();
 }

@@ -41,6 +41,27 @@ TEST(SerializeTest, FingerprintIsStableAndSensitive) {
   EXPECT_NE(a, c);
 }
 
+// oneDNN's scratchpads, and with them the workspace, grow with the threads, which may differ
+// between ranks and between runs.
+TEST(SerializeTest, FingerprintLeavesOutTheWorkspace) {
+  proto::GraphDef def = ToProto(CompileSmallGraph(2.0)->graph());
+  def.mutable_plan()->set_workspace(def.plan().workspace() + 4096);
+  EXPECT_EQ(Fingerprint(def), def.fingerprint());
+  EXPECT_TRUE(IsOwnFingerprint(def));
+}
+
+// A .meta saved by builds that hashed the workspace still carries its own fingerprint.
+TEST(SerializeTest, FingerprintsThatHashedTheWorkspaceStillMatch) {
+  proto::GraphDef def;
+  def.add_nodes()->set_op("Relu");
+  def.mutable_plan()->set_workspace(4096);
+  def.set_fingerprint("7be6f47cc0cebca2");  // FNV-1a 64 of its bytes, workspace included
+  EXPECT_NE(Fingerprint(def), def.fingerprint());
+  EXPECT_TRUE(IsOwnFingerprint(def));
+  def.mutable_plan()->set_workspace(8192);
+  EXPECT_FALSE(IsOwnFingerprint(def));
+}
+
 TEST(SerializeTest, GradientOutputsNameTheirParameterValue) {
   auto graph = std::make_unique<Graph>();
   Builder b(graph.get());

@@ -1,7 +1,8 @@
 // ModelCheckpoint across ranks (mpirun -n 2 and -n 4): every rank saves its file, rank 0 writes
 // the manifest naming them all, the step verifies as lockstep-ckpt verify checks it (replicas
 // equal but the per-rank batch-norm statistics), and a data-parallel run stopped after step k and
-// resumed ends bit for bit where an uninterrupted one does, on every rank.
+// resumed ends bit for bit where an uninterrupted one does, on every rank; also with a directory
+// of its own per rank, as on hosts that share no file system.
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -13,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "ckpt/file_io.h"
 #include "ckpt/inspect.h"
 #include "ckpt/manifest.h"
 #include "parallel/agree.h"
@@ -50,6 +53,20 @@ class SharedDir {
   std::optional<lockstep::testing::TempDir> owned_;
   std::string path_;
 };
+
+// Every rank's `path`, in rank order.
+std::vector<std::string> AllPaths(const std::string& path, parallel::Communicator& world) {
+  constexpr int64_t kMaxPath = 4096;
+  Tensor mine = Tensor::Zeros({kMaxPath}, DType::kU8);
+  std::memcpy(mine.raw_data(), path.data(), path.size());
+  Tensor all = Tensor::Zeros({world.size(), kMaxPath}, DType::kU8);
+  EXPECT_TRUE(world.AllGather(mine, all).ok());
+  std::vector<std::string> paths;
+  for (int rank = 0; rank < world.size(); ++rank) {
+    paths.emplace_back(static_cast<const char*>(all.raw_data()) + rank * kMaxPath);
+  }
+  return paths;
+}
 
 Model DataParallelModel(uint64_t seed) {
   return TinyModel({.seed = seed, .parallel = {.mode = parallel::ParallelMode::kDataParallel}});
@@ -98,6 +115,64 @@ TEST(CheckpointMpiTest, DataParallelRunResumesBitForBitOnEveryRank) {
   EXPECT_EQ(resumed.global_step(), 20);
   EXPECT_TRUE(VariableBytes(resumed) == VariableBytes(reference));
   ASSERT_TRUE(world->Barrier().ok());  // rank 0 removes the directory last
+}
+
+// Each rank checkpoints into a directory of its own, as onto its host's disk: each directory
+// holds its rank's files and a copy of every manifest, and verifies with the others. A rank that
+// lacks the newest manifest (its host stopped before copying it) makes every rank resume the
+// step before, bit for bit; with no step in common, resume fails alike on every rank.
+TEST(CheckpointMpiTest, RanksWithoutASharedDirectoryResumeTheNewestStepAllHave) {
+  parallel::Context& ctx = parallel::CurrentContext();
+  std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
+  Model reference = DataParallelModel(1);
+  ASSERT_TRUE(reference.Train(kEpochs, *RankData(ctx.rank())).ok());
+
+  lockstep::testing::TempDir dir;
+  const ckpt::CheckpointConfig config{
+      .save_checkpoint_steps = 3, .keep_checkpoint_max = 2, .directory = dir.path()};
+  {
+    Model stopped = DataParallelModel(1);
+    absl::Status status = stopped.Train(
+        kEpochs, *RankData(ctx.rank()),
+        {std::make_shared<ModelCheckpoint>(config, kPrefix), std::make_shared<StopAfter>(14)});
+    ASSERT_TRUE(absl::IsCancelled(status)) << status;
+  }
+  const std::string rank = absl::StrCat(ctx.rank());
+  EXPECT_EQ(
+      *ckpt::ListFiles(dir.path()),
+      (std::vector<std::string>{
+          "tiny-1_9.manifest", "tiny-2_2.manifest", absl::StrCat("tiny_", rank, "-1_9.ckpt"),
+          absl::StrCat("tiny_", rank, "-2_2.ckpt"), absl::StrCat("tiny_", rank, "-graph.meta")}));
+  const std::vector<std::string> dirs = AllPaths(dir.path(), *world);
+  absl::StatusOr<ckpt::proto::Manifest> manifest = ckpt::FindManifest(dirs, kPrefix, std::nullopt);
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  EXPECT_EQ(manifest->global_step(), 12);
+  ckpt::VerifyReport report = ckpt::VerifyStep(dirs, *manifest);
+  EXPECT_TRUE(report.problems.empty()) << absl::StrJoin(report.problems, "; ");
+  ASSERT_TRUE(world->Barrier().ok());  // verified before the last rank removes a manifest
+
+  if (ctx.rank() == ctx.size() - 1) {
+    ASSERT_TRUE(ckpt::RemoveFile(dir.Join("tiny-2_2.manifest")).ok());
+  }
+  Model resumed = DataParallelModel(2);
+  ASSERT_TRUE(ResumeFromCheckpoint(resumed, dir.path(), kPrefix).value_or(false));
+  EXPECT_EQ(resumed.global_step(), 9);
+  ASSERT_TRUE(resumed.Train(kEpochs - resumed.epochs_done(), *RankData(ctx.rank())).ok());
+  EXPECT_TRUE(VariableBytes(resumed) == VariableBytes(reference));
+
+  if (ctx.rank() == ctx.size() - 1) {
+    ASSERT_TRUE(ckpt::RemoveFile(dir.Join("tiny-1_9.manifest")).ok());
+  }
+  Model none_in_common = DataParallelModel(3);
+  absl::StatusOr<bool> found = ResumeFromCheckpoint(none_in_common, dir.path(), kPrefix);
+  EXPECT_TRUE(parallel::IsAgreedError(found.status())) << found.status();
+  EXPECT_TRUE(
+      absl::StartsWith(found.status().message(), "no checkpoint step is complete on every rank: "))
+      << found.status();
+  EXPECT_NE(found.status().message().find(
+                absl::StrCat("rank ", ctx.size() - 1, ": no complete step in ")),
+            std::string::npos)
+      << found.status();
 }
 
 // Limits this process's files to a few bytes over global steps [from, to), as a full disk or a
