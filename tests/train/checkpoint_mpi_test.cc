@@ -82,6 +82,18 @@ std::unique_ptr<DataSource> RankData(int rank) {
   return std::move(*source);
 }
 
+// DataParallelModel(1) checkpointing every 3 steps (2 kept) into `directory`, stopped after step
+// 14 as a killed job would stop.
+void TrainStoppedAfterStep14(const std::string& directory, int rank) {
+  const ckpt::CheckpointConfig config{
+      .save_checkpoint_steps = 3, .keep_checkpoint_max = 2, .directory = directory};
+  Model stopped = DataParallelModel(1);
+  absl::Status status = stopped.Train(
+      kEpochs, *RankData(rank),
+      {std::make_shared<ModelCheckpoint>(config, kPrefix), std::make_shared<StopAfter>(14)});
+  ASSERT_TRUE(absl::IsCancelled(status)) << status;
+}
+
 TEST(CheckpointMpiTest, DataParallelRunResumesBitForBitOnEveryRank) {
   parallel::Context& ctx = parallel::CurrentContext();
   std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
@@ -89,15 +101,7 @@ TEST(CheckpointMpiTest, DataParallelRunResumesBitForBitOnEveryRank) {
   ASSERT_TRUE(reference.Train(kEpochs, *RankData(ctx.rank())).ok());
 
   SharedDir dir(*world);
-  const ckpt::CheckpointConfig config{
-      .save_checkpoint_steps = 3, .keep_checkpoint_max = 2, .directory = dir.path()};
-  {
-    Model stopped = DataParallelModel(1);
-    absl::Status status = stopped.Train(
-        kEpochs, *RankData(ctx.rank()),
-        {std::make_shared<ModelCheckpoint>(config, kPrefix), std::make_shared<StopAfter>(14)});
-    ASSERT_TRUE(absl::IsCancelled(status)) << status;
-  }
+  TrainStoppedAfterStep14(dir.path(), ctx.rank());
   absl::StatusOr<ckpt::proto::Manifest> manifest = ckpt::LatestCompleteStep(dir.path(), kPrefix);
   ASSERT_TRUE(manifest.ok()) << manifest.status();
   EXPECT_EQ(manifest->global_step(), 12);
@@ -128,15 +132,7 @@ TEST(CheckpointMpiTest, RanksWithoutASharedDirectoryResumeTheNewestStepAllHave) 
   ASSERT_TRUE(reference.Train(kEpochs, *RankData(ctx.rank())).ok());
 
   lockstep::testing::TempDir dir;
-  const ckpt::CheckpointConfig config{
-      .save_checkpoint_steps = 3, .keep_checkpoint_max = 2, .directory = dir.path()};
-  {
-    Model stopped = DataParallelModel(1);
-    absl::Status status = stopped.Train(
-        kEpochs, *RankData(ctx.rank()),
-        {std::make_shared<ModelCheckpoint>(config, kPrefix), std::make_shared<StopAfter>(14)});
-    ASSERT_TRUE(absl::IsCancelled(status)) << status;
-  }
+  TrainStoppedAfterStep14(dir.path(), ctx.rank());
   const std::string rank = absl::StrCat(ctx.rank());
   EXPECT_EQ(
       *ckpt::ListFiles(dir.path()),
