@@ -10,6 +10,11 @@ foreach(name core dataset graph ops parallel parallel_ops ckpt train inference)
   set_target_properties(lockstep_${name} PROPERTIES EXPORT_NAME ${name})
   list(APPEND lockstep_libraries lockstep_${name})
 endforeach()
+# The libraries of a sanitized build (cmake/Sanitize.cmake) call the sanitizer runtimes, so a
+# program linking them must link those too.
+if(LOCKSTEP_SANITIZE)
+  target_link_options(lockstep_core INTERFACE -fsanitize=${LOCKSTEP_SANITIZE})
+endif()
 install(TARGETS ${lockstep_libraries} EXPORT LockstepTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   # The objects of the OBJECT libraries (ops and kernels), which Lockstep::train links into the

@@ -49,8 +49,10 @@ class DeviceTimer {
  private:
   Device device_;
   double start_ = 0.0, stop_ = 0.0;  // host clock, seconds (CPU)
-  void* start_event_ = nullptr;      // cudaEvent_t (CUDA)
-  void* stop_event_ = nullptr;
+  // cudaEvent_t (CUDA). Declared in every build, so that the class has one layout whichever
+  // build includes it; a CPU-only build never touches them.
+  [[maybe_unused]] void* start_event_ = nullptr;
+  [[maybe_unused]] void* stop_event_ = nullptr;
 };
 
 }  // namespace lockstep

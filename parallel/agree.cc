@@ -1,7 +1,6 @@
 #include "parallel/agree.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "absl/strings/cord.h"
@@ -32,7 +31,9 @@ absl::StatusOr<std::vector<absl::Status>> GatherStatuses(const absl::Status& loc
                       GatherInts(static_cast<int64_t>(local.message().size()), world));
   const int64_t longest = std::max<int64_t>(1, *std::max_element(lengths.begin(), lengths.end()));
   Tensor mine = Tensor::Zeros({longest}, DType::kU8);
-  std::memcpy(mine.raw_data(), local.message().data(), local.message().size());
+  // string_view::copy, not memcpy: an OK status's message is an empty view whose data() may be
+  // null, and memcpy from null is undefined even for 0 bytes.
+  local.message().copy(static_cast<char*>(mine.raw_data()), local.message().size());
   Tensor all = Tensor::Zeros({longest * world.size()}, DType::kU8);
   LS_RETURN_IF_ERROR(world.AllGather(mine, all));
   std::vector<absl::Status> statuses;

@@ -85,6 +85,19 @@ absl::Status MpiErrorStatus(int error, const char* call, const char* file, int l
       absl::StrCat("MPI call ", call, " failed at ", file, ":", line, ": ", message));
 }
 
+namespace {
+
+// The delete function of an attribute on MPI_COMM_SELF, which MPI_Finalize frees first: a
+// communicator still alive then (the world group's lives until exit, comm_group.h) frees its
+// duplicate there, which Open MPI would otherwise leak (LeakSanitizer). The key goes with it (MPI
+// releases it once the attribute is gone).
+int FreeDuplicate(MPI_Comm /*self*/, int keyval, void* duplicate, void* /*extra*/) {
+  MPI_Comm_free_keyval(&keyval);
+  return MPI_Comm_free(static_cast<MPI_Comm*>(duplicate));
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Comm comm,
                                                                          int64_t max_count) {
   LS_CHECK(max_count > 0 && max_count <= kMaxCount) << "max_count " << max_count;
@@ -94,13 +107,20 @@ absl::StatusOr<std::shared_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Com
   MPI_RETURN_IF_ERROR(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
   MPI_RETURN_IF_ERROR(MPI_Comm_rank(dup, &result->rank_));
   MPI_RETURN_IF_ERROR(MPI_Comm_size(dup, &result->size_));
+  MPI_RETURN_IF_ERROR(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, FreeDuplicate,
+                                             &result->finalize_keyval_, nullptr));
+  MPI_RETURN_IF_ERROR(MPI_Comm_set_attr(MPI_COMM_SELF, result->finalize_keyval_, &result->comm_));
   return result;
 }
 
 MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Comm_free(&comm_);
+  if (finalized) return;  // MPI_Finalize ran FreeDuplicate
+  if (finalize_keyval_ != MPI_KEYVAL_INVALID) {
+    MPI_Comm_delete_attr(MPI_COMM_SELF, finalize_keyval_);  // runs FreeDuplicate now
+  }
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // Create failed before the attribute
 }
 
 absl::Status MpiCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {

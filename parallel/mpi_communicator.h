@@ -23,7 +23,7 @@ class MpiCommunicator : public Communicator {
   // `max_count` lowers the chunk size (tests use it to cover the chunked paths).
   static absl::StatusOr<std::shared_ptr<MpiCommunicator>> Create(MPI_Comm comm,
                                                                  int64_t max_count = kMaxCount);
-  ~MpiCommunicator() override;  // frees the duplicate unless MPI is already finalized
+  ~MpiCommunicator() override;  // frees the duplicate (or MPI_Finalize did)
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
@@ -52,6 +52,7 @@ class MpiCommunicator : public Communicator {
   absl::Status ReduceScatterByReduce(const Tensor& input, const Tensor& output, ReduceOp op);
 
   MPI_Comm comm_;
+  int finalize_keyval_ = MPI_KEYVAL_INVALID;  // of the MPI_COMM_SELF attribute freeing comm_
   int rank_;
   int size_;
   int64_t max_count_;

@@ -1,25 +1,22 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz/) with clang, AddressSanitizer and UBSan in
-# $LOCKSTEP_FUZZ_BUILD_DIR (default build-fuzz/), replays each target's regression inputs
-# (tests/fuzz/regressions/<target>/), then fuzzes it for $LOCKSTEP_FUZZ_SECONDS (default 30) from
-# its seed corpus (tests/fuzz/corpus/<target>/) and what earlier runs found (kept in the build
+# Builds the libFuzzer targets (tests/fuzz/) with clang, AddressSanitizer and UBSan in build-asan/
+# (preset asan-ubsan, the build scripts/sanitize.sh tests in too), replays each target's regression
+# inputs (tests/fuzz/regressions/<target>/), then fuzzes it for $LOCKSTEP_FUZZ_SECONDS (default 30)
+# from its seed corpus (tests/fuzz/corpus/<target>/) and what earlier runs found (kept in the build
 # directory). A crash, leak, UB or failed check fails the script and leaves the input that caused
-# it in BUILD/fuzz/<target>/.
+# it in build-asan/fuzz/<target>/.
 #
 #   scripts/fuzz.sh [checkpoint|manifest|graph_meta|image ...]   (all four by default)
 set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
-build_dir=${LOCKSTEP_FUZZ_BUILD_DIR:-build-fuzz}
+build_dir=build-asan  # the binaryDir of preset asan-ubsan
 seconds=${LOCKSTEP_FUZZ_SECONDS:-30}
 targets=("$@")
 ((${#targets[@]} > 0)) || targets=(checkpoint manifest graph_meta image)
 
-# -O1 and line tables only: quick to build, and stack traces still name the lines.
-CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DLOCKSTEP_FUZZ=ON -DLOCKSTEP_CUDA=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
-  >/dev/null
+cmake --preset asan-ubsan >/dev/null
 build_targets=()
 for target in "${targets[@]}"; do build_targets+=(--target "${target}_fuzzer"); done
 cmake --build "$build_dir" -j "$(nproc)" "${build_targets[@]}"
