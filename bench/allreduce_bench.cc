@@ -2,7 +2,8 @@
 // against one raw MPI_Allreduce of the same bytes and against one AllReduce per tensor, over a
 // sweep of fusion thresholds. Run it under mpirun:
 //
-//   mpirun -n 2 lockstep-bench-allreduce [--thresholds 1,4,16,25,64] [--reps 10] [--warmup 2]
+//   mpirun -n 2 lockstep-bench-allreduce [--thresholds 1,4,16,25,64] [--segments 0,1,2,4,8]
+//                                        [--reps 10] [--warmup 2]
 //
 // For every threshold it compiles ResNet-50's data-parallel training graph (batch 2, 32x32: the
 // gradient sizes do not depend on them) and takes the buckets from its AllReduce nodes: byte
@@ -13,8 +14,10 @@
 //               CollectiveQueue, each one Communicator::AllReduce with the graph's op, then a
 //               wait for all;
 //   per-tensor: one AllReduce per gradient tensor through the same queue.
-// Every rep runs the three, each after a barrier, interleaved so that a change in the load of
-// the machine hits all three alike. Rank 0 prints the medians of the reps.
+// fused and per-tensor are timed once per AllReduce segment size (MpiCommunicator's
+// segment_bytes, 0: one call per AllReduce). Every rep runs them all, each after a barrier,
+// interleaved so that a change in the load of the machine hits all alike. Rank 0 first prints
+// the transport (hosts, ranks per host, Open MPI's btl and pml selections), then the medians.
 
 #include <mpi.h>
 
@@ -24,10 +27,12 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "bench/bench_util.h"
+#include "bench/mpi_transport.h"
 #include "parallel/comm_group.h"
 #include "parallel/context.h"
 #include "parallel/mpi_communicator.h"
@@ -43,6 +48,7 @@ using parallel::ReduceOp;
 
 struct Config {
   std::vector<double> thresholds_mb = {1, 4, 16, 25, 64};
+  std::vector<double> segments_mb = {0, 1, 2, 4, 8};
   int reps = 10;
   int warmup = 2;
 };
@@ -133,29 +139,62 @@ absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& 
   LS_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(model.train_executor()->graph()));
   const Tensor& gradients = model.train_executor()->gradients();
   std::memset(gradients.raw_data(), 0, gradients.nbytes());
-  const std::vector<std::function<absl::Status()>> collectives = {
-      [&] { return RawAllReduce(gradients); },
-      [&] { return QueuedAllReduce(group, gradients, reduction.buckets, reduction.op); },
-      [&] { return QueuedAllReduce(group, gradients, reduction.tensors, reduction.op); }};
-  std::vector<std::vector<double>> times(collectives.size());  // raw, fused, per tensor
+  auto* mpi = dynamic_cast<parallel::MpiCommunicator*>(group.communicator.get());
+  if (mpi == nullptr) return absl::FailedPreconditionError("the world communicator is not MPI's");
+  const size_t segment_before = mpi->segment_bytes();
+  // raw, then (fused, per tensor) for each segment size.
+  std::vector<std::function<absl::Status()>> collectives = {
+      [&] { return RawAllReduce(gradients); }};
+  for (double segment_mb : config.segments_mb) {
+    const auto segmented = [mpi, segment_mb](const std::function<absl::Status()>& collective) {
+      return [mpi, segment_mb, collective] {
+        mpi->set_segment_bytes(static_cast<size_t>(segment_mb * (1 << 20)));
+        return collective();
+      };
+    };
+    collectives.push_back(segmented(
+        [&] { return QueuedAllReduce(group, gradients, reduction.buckets, reduction.op); }));
+    collectives.push_back(segmented(
+        [&] { return QueuedAllReduce(group, gradients, reduction.tensors, reduction.op); }));
+  }
+  std::vector<std::vector<double>> times(collectives.size());
   for (int rep = 0; rep < config.warmup + config.reps; ++rep) {
     for (size_t i = 0; i < collectives.size(); ++i) {
       LS_ASSIGN_OR_RETURN(double seconds, TimeAfterBarrier(group, collectives[i]));
       if (rep >= config.warmup) times[i].push_back(seconds);
     }
   }
+  mpi->set_segment_bytes(segment_before);
   if (group.communicator->rank() != 0) return absl::OkStatus();
   const double raw = Median(times[0]);
-  const double fused = Median(times[1]);
-  const double per_tensor = Median(times[2]);
+  for (size_t s = 0; s < config.segments_mb.size(); ++s) {
+    const double fused = Median(times[1 + 2 * s]);
+    const double per_tensor = Median(times[2 + 2 * s]);
+    std::cout << absl::StrFormat(
+                     "threshold_mb=%-4g segment_mb=%-4g buckets=%-3d tensors=%d bytes=%d op=%s "
+                     "raw_ms=%.2f raw_GB/s=%.2f fused_ms=%.2f per_tensor_ms=%.2f fused/raw=%.3f "
+                     "per_tensor/fused=%.2f\n",
+                     threshold_mb, config.segments_mb[s], reduction.buckets.size(),
+                     reduction.tensors.size(), gradients.nbytes(),
+                     parallel::ReduceOpName(reduction.op), raw * 1e3,
+                     gradients.nbytes() / raw * 1e-9, fused * 1e3, per_tensor * 1e3, fused / raw,
+                     per_tensor / fused)
+              << std::flush;
+  }
+  // The rule: the segment size with the fastest fused buckets, against the fastest per-tensor
+  // run of any segment size and the raw call.
+  std::vector<double> fused(config.segments_mb.size());
+  double per_tensor = std::numeric_limits<double>::infinity();
+  for (size_t s = 0; s < config.segments_mb.size(); ++s) {
+    fused[s] = Median(times[1 + 2 * s]);
+    per_tensor = std::min(per_tensor, Median(times[2 + 2 * s]));
+  }
+  const size_t best = std::min_element(fused.begin(), fused.end()) - fused.begin();
   std::cout << absl::StrFormat(
-                   "threshold_mb=%-4g buckets=%-3d tensors=%d bytes=%d op=%s raw_ms=%.2f "
-                   "raw_GB/s=%.2f fused_ms=%.2f per_tensor_ms=%.2f fused/raw=%.3f "
-                   "per_tensor/fused=%.2f\n",
-                   threshold_mb, reduction.buckets.size(), reduction.tensors.size(),
-                   gradients.nbytes(), parallel::ReduceOpName(reduction.op), raw * 1e3,
-                   gradients.nbytes() / raw * 1e-9, fused * 1e3, per_tensor * 1e3, fused / raw,
-                   per_tensor / fused)
+                   "best: threshold_mb=%g segment_mb=%g fused_ms=%.2f fused/raw=%.3f "
+                   "fused/best_per_tensor=%.3f (default segment_mb=%g)\n",
+                   threshold_mb, config.segments_mb[best], fused[best] * 1e3, fused[best] / raw,
+                   fused[best] / per_tensor, static_cast<double>(segment_before) / (1 << 20))
             << std::flush;
   return absl::OkStatus();
 }
@@ -167,7 +206,9 @@ absl::Status Run(const Config& config) {
         "mpirun -n 2 lockstep-bench-allreduce");
   }
   LS_ASSIGN_OR_RETURN(CommGroup * group, parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+  LS_ASSIGN_OR_RETURN(const std::string transport, DescribeMpiTransport());
   if (group->communicator->rank() == 0) {
+    std::cout << transport << "\n";
     std::cout << absl::StrFormat(
         "ResNet-50 gradient AllReduce over %d ranks: medians of %d reps after %d warm-up\n",
         group->communicator->size(), config.reps, config.warmup);
@@ -190,6 +231,11 @@ int main(int argc, char** argv) {
   app.add_option("--thresholds", config.thresholds_mb, "fusion thresholds in MB")
       ->delimiter(',')
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--segments", config.segments_mb,
+                 "AllReduce segment sizes in MB to time fused and per tensor with (0: unsegmented)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--reps", config.reps, "timed repetitions")
       ->check(CLI::Range(1, 1 << 20))

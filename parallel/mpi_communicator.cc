@@ -1,6 +1,7 @@
 #include "parallel/mpi_communicator.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "parallel/collective_util.h"
 
@@ -58,6 +59,13 @@ absl::Status ForEachChunk(int64_t total, int64_t max_count, Run run) {
   return absl::OkStatus();
 }
 
+// LOCKSTEP_ALLREDUCE_SEGMENT_MB when set (MiB, 0 for none), else the default.
+size_t SegmentBytesFromEnvironment() {
+  const char* value = std::getenv("LOCKSTEP_ALLREDUCE_SEGMENT_MB");
+  if (value == nullptr || *value == '\0') return MpiCommunicator::kDefaultSegmentBytes;
+  return static_cast<size_t>(std::max(0.0, std::atof(value)) * (1 << 20));
+}
+
 template <typename T>
 void DivideElements(const Tensor& tensor, int divisor) {
   T* data = tensor.data<T>();
@@ -107,6 +115,11 @@ absl::StatusOr<std::shared_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Com
   MPI_RETURN_IF_ERROR(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
   MPI_RETURN_IF_ERROR(MPI_Comm_rank(dup, &result->rank_));
   MPI_RETURN_IF_ERROR(MPI_Comm_size(dup, &result->size_));
+  // Rank 0's choice: every rank must cut an AllReduce into the same calls, and mpirun does not
+  // forward the variable to other hosts unless told to (-x).
+  unsigned long long segment_bytes = SegmentBytesFromEnvironment();
+  MPI_RETURN_IF_ERROR(MPI_Bcast(&segment_bytes, 1, MPI_UNSIGNED_LONG_LONG, 0, dup));
+  result->segment_bytes_ = static_cast<size_t>(segment_bytes);
   MPI_RETURN_IF_ERROR(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, FreeDuplicate,
                                              &result->finalize_keyval_, nullptr));
   MPI_RETURN_IF_ERROR(MPI_Comm_set_attr(MPI_COMM_SELF, result->finalize_keyval_, &result->comm_));
@@ -125,8 +138,12 @@ MpiCommunicator::~MpiCommunicator() {
 
 absl::Status MpiCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {
   LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op, /*reduces_half=*/false));
+  const int64_t segment =
+      segment_bytes_ == 0
+          ? max_count_
+          : std::clamp<int64_t>(segment_bytes_ / SizeOf(inout.dtype()), 1, max_count_);
   absl::Status status =
-      ForEachChunk(inout.numel(), max_count_, [&](int64_t offset, int count) -> absl::Status {
+      ForEachChunk(inout.numel(), segment, [&](int64_t offset, int count) -> absl::Status {
         MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, ElementAt(inout, offset), count,
                                           MpiType(inout.dtype()), MpiOp(op), comm_));
         return absl::OkStatus();

@@ -17,6 +17,12 @@ class MpiCommunicator : public Communicator {
  public:
   // Elements one MPI call carries at most: MPI counts are int. Larger tensors go in chunks.
   static constexpr int64_t kMaxCount = std::numeric_limits<int>::max();
+  // An AllReduce of more bytes than this goes as back-to-back MPI_Allreduce calls of this size:
+  // Open MPI picks its algorithm by message size, and segments of a few MB beat one large call on
+  // every transport measured (BENCHMARKS.md, "Fused gradient AllReduce"). The environment
+  // variable LOCKSTEP_ALLREDUCE_SEGMENT_MB (rank 0's) overrides it; 0 sends each AllReduce as one
+  // call.
+  static constexpr size_t kDefaultSegmentBytes = size_t{2} << 20;
 
   // Works on a duplicate of `comm`, so that its messages never match the caller's, with
   // MPI_ERRORS_RETURN so that MPI errors come back as Status instead of ending the process.
@@ -32,6 +38,9 @@ class MpiCommunicator : public Communicator {
   Device device() const override { return Device::CPU(); }
   const char* backend() const override { return "mpi"; }
   MPI_Comm comm() const { return comm_; }
+  size_t segment_bytes() const { return segment_bytes_; }
+  // Every rank must set the same value before its next AllReduce.
+  void set_segment_bytes(size_t bytes) { segment_bytes_ = bytes; }
 
   absl::Status AllReduce(const Tensor& inout, ReduceOp op) override;
   absl::Status AllGather(const Tensor& input, const Tensor& output) override;
@@ -56,6 +65,7 @@ class MpiCommunicator : public Communicator {
   int rank_;
   int size_;
   int64_t max_count_;
+  size_t segment_bytes_ = kDefaultSegmentBytes;
 };
 
 // An MPI error code as a Status naming the call, where it was made and MPI's error string.

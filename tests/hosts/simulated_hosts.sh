@@ -105,13 +105,18 @@ enter() {
     "$state/hosts")
   [[ -n $name ]] || { echo "simulated_hosts: no host '$host' in $state/hosts" >&2; exit 255; }
   l=${name##*-}
+  # The hosts share this machine's cores, and Open MPI on each counts them as its own: it would
+  # bind every host's first rank to the same core, and not see that the ranks together
+  # oversubscribe the cores. So no binding, and idle ranks yield, as when mpirun knows it
+  # oversubscribes (busy-polling ranks sharing a core otherwise take turns of a 4 ms tick).
   # Like ssh, the agent passes no environment (env -i): ranks elsewhere see only what mpirun
   # forwards (OMPI_*, -x NAME), so a test that forgets -x fails here as on real hosts.
   hosts=$(awk '$2 ~ /^lockstep-host-/ {print $2}' "$state/hosts" | paste -sd' ')
   export LOCKSTEP_SIM_STATE=$state LOCKSTEP_SIM_DISK=$state/disk LOCKSTEP_SIM_HOSTS=$hosts \
     OMPI_MCA_plm_rsh_agent="$kSelf rsh $state" \
     OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp \
-    OMPI_MCA_btl_tcp_if_include=$kNet.0/24 OMPI_MCA_oob_tcp_if_include=$kNet.0/24
+    OMPI_MCA_btl_tcp_if_include=$kNet.0/24 OMPI_MCA_oob_tcp_if_include=$kNet.0/24 \
+    OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_mpi_yield_when_idle=1
   # A private mount namespace per entry: this host's /etc/hosts and disk, gone with its processes.
   # shellcheck disable=SC2016  # $0 and $1 are the inner shell's
   exec nsenter --net="/run/netns/$(netns "$state" "$l")" --uts="$state/uts-$l" -- \

@@ -179,6 +179,29 @@ TEST(CommunicatorTest, ChunkedCollectives) {
   }
 }
 
+// An AllReduce larger than the segment size goes as several calls (MpiCommunicator's
+// segment_bytes): 2500 doubles in segments of 1000 (two full and a partial one), of one element
+// (a segment smaller than an element), and capped by a max_count below the segment.
+TEST(CommunicatorTest, SegmentedAllReduce) {
+  constexpr int64_t kCount = 2500;
+  for (auto [max_count, segment_bytes] :
+       {std::pair<int64_t, size_t>{MpiCommunicator::kMaxCount, 8000},
+        {MpiCommunicator::kMaxCount, 3},
+        {700, 8000}}) {
+    absl::StatusOr<std::shared_ptr<MpiCommunicator>> created =
+        MpiCommunicator::Create(MPI_COMM_WORLD, max_count);
+    ASSERT_TRUE(created.ok()) << created.status();
+    MpiCommunicator& comm = **created;
+    comm.set_segment_bytes(segment_bytes);
+    Tensor reduced = RankValues<double>(comm.rank(), kCount);
+    ASSERT_TRUE(comm.AllReduce(reduced, ReduceOp::kSum).ok());
+    for (int64_t i = 0; i < kCount; ++i) {
+      ASSERT_EQ(reduced.data<double>()[i], Reduced<double>(ReduceOp::kSum, comm.size(), i))
+          << "element " << i << ", segments of " << segment_bytes << " bytes";
+    }
+  }
+}
+
 TEST(CommunicatorTest, AllGatherInPlace) {
   Communicator& world = World();
   Tensor output = Tensor::Zeros({world.size(), 4}, DType::kI32);
