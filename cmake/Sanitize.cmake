@@ -16,9 +16,11 @@ add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${LOCKSTEP_SANITIZE}>
                     $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
 add_link_options(-fsanitize=${LOCKSTEP_SANITIZE})
 
-# The runtime options and suppressions of tests/sanitizers/, built into every executable once all
-# targets exist (deferred to the end of the top-level CMakeLists.txt).
-add_library(lockstep_sanitizer_options OBJECT tests/sanitizers/default_options.cc)
+# The runtime options and suppressions of tests/sanitizers/ and how LeakSanitizer treats MPI,
+# built into every executable once all targets exist (deferred to the end of the top-level
+# CMakeLists.txt).
+add_library(lockstep_sanitizer_options OBJECT
+  tests/sanitizers/default_options.cc tests/sanitizers/mpi_leaks.cc)
 target_compile_definitions(lockstep_sanitizer_options
   PRIVATE LOCKSTEP_SANITIZER_DIR="${PROJECT_SOURCE_DIR}/tests/sanitizers")
 function(lockstep_link_sanitizer_options)

@@ -2,10 +2,9 @@
 # Sets everything up and runs the whole test suite: installs the Debian dependencies, configures
 # (CUDA parts when /usr/local/cuda is present), builds with warnings as errors, runs CTest. On an
 # AVX-512 machine the layout and convolution tests run again with oneDNN capped at AVX2, so the
-# 8-channel blocked layouts and oneDNN's AVX2 kernels are tested there too. Then the libFuzzer
-# targets, built in the ASan build of preset asan-ubsan, run for 30 s each (scripts/fuzz.sh).
-# scripts/sanitize.sh (the suite under ASan+UBSan and TSan) is not run here yet: under
-# LeakSanitizer the multi-rank tests still fail on Open MPI's allocations.
+# 8-channel blocked layouts and oneDNN's AVX2 kernels are tested there too. Then the suite runs
+# under AddressSanitizer + UBSan and its threaded parts under ThreadSanitizer (scripts/sanitize.sh),
+# and the libFuzzer targets, built in the same ASan build, run for 30 s each (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -18,4 +17,5 @@ else
   echo "skipped the DNNL_MAX_CPU_ISA=AVX2 run of the layout and convolution tests: no AVX-512"
 fi
 cd - >/dev/null  # back to the repository root
+bash scripts/sanitize.sh  # build-asan/ and build-tsan/
 bash scripts/fuzz.sh  # the libFuzzer targets, 30 s each, from build-asan/
