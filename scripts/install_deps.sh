@@ -16,7 +16,7 @@ packages=(
   libonnx-dev  # ONNX schema and checker of lockstep-ckpt export
   python3-onnx python3-opencv  # independent checks of the exported ONNX files (tests)
   clang libclang-rt-dev libomp-dev  # the libFuzzer targets (scripts/fuzz.sh)
-  llvm  # llvm-symbolizer: function names in sanitizer reports, which lsan.supp and tests match
+  llvm  # llvm-symbolizer: function names in sanitizer reports (scripts/sanitize.sh)
   iproute2  # ip netns and bridges: the simulated hosts of ctest -L hosts
 )
 
