@@ -146,16 +146,13 @@ absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& 
   std::vector<std::function<absl::Status()>> collectives = {
       [&] { return RawAllReduce(gradients); }};
   for (double segment_mb : config.segments_mb) {
-    const auto segmented = [mpi, segment_mb](const std::function<absl::Status()>& collective) {
-      return [mpi, segment_mb, collective] {
-        mpi->set_segment_bytes(static_cast<size_t>(segment_mb * (1 << 20)));
-        return collective();
-      };
-    };
-    collectives.push_back(segmented(
-        [&] { return QueuedAllReduce(group, gradients, reduction.buckets, reduction.op); }));
-    collectives.push_back(segmented(
-        [&] { return QueuedAllReduce(group, gradients, reduction.tensors, reduction.op); }));
+    const auto bytes = static_cast<size_t>(segment_mb * (1 << 20));
+    for (const std::vector<ByteRange>* ranges : {&reduction.buckets, &reduction.tensors}) {
+      collectives.push_back([&, bytes, ranges] {
+        mpi->set_segment_bytes(bytes);
+        return QueuedAllReduce(group, gradients, *ranges, reduction.op);
+      });
+    }
   }
   std::vector<std::vector<double>> times(collectives.size());
   for (int rep = 0; rep < config.warmup + config.reps; ++rep) {
@@ -167,9 +164,14 @@ absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& 
   mpi->set_segment_bytes(segment_before);
   if (group.communicator->rank() != 0) return absl::OkStatus();
   const double raw = Median(times[0]);
+  // The rule: the segment size with the fastest fused buckets, against the fastest per-tensor
+  // run of any segment size and the raw call.
+  std::vector<double> fused(config.segments_mb.size());
+  double best_per_tensor = std::numeric_limits<double>::infinity();
   for (size_t s = 0; s < config.segments_mb.size(); ++s) {
-    const double fused = Median(times[1 + 2 * s]);
+    fused[s] = Median(times[1 + 2 * s]);
     const double per_tensor = Median(times[2 + 2 * s]);
+    best_per_tensor = std::min(best_per_tensor, per_tensor);
     std::cout << absl::StrFormat(
                      "threshold_mb=%-4g segment_mb=%-4g buckets=%-3d tensors=%d bytes=%d op=%s "
                      "raw_ms=%.2f raw_GB/s=%.2f fused_ms=%.2f per_tensor_ms=%.2f fused/raw=%.3f "
@@ -177,24 +179,16 @@ absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& 
                      threshold_mb, config.segments_mb[s], reduction.buckets.size(),
                      reduction.tensors.size(), gradients.nbytes(),
                      parallel::ReduceOpName(reduction.op), raw * 1e3,
-                     gradients.nbytes() / raw * 1e-9, fused * 1e3, per_tensor * 1e3, fused / raw,
-                     per_tensor / fused)
+                     gradients.nbytes() / raw * 1e-9, fused[s] * 1e3, per_tensor * 1e3,
+                     fused[s] / raw, per_tensor / fused[s])
               << std::flush;
-  }
-  // The rule: the segment size with the fastest fused buckets, against the fastest per-tensor
-  // run of any segment size and the raw call.
-  std::vector<double> fused(config.segments_mb.size());
-  double per_tensor = std::numeric_limits<double>::infinity();
-  for (size_t s = 0; s < config.segments_mb.size(); ++s) {
-    fused[s] = Median(times[1 + 2 * s]);
-    per_tensor = std::min(per_tensor, Median(times[2 + 2 * s]));
   }
   const size_t best = std::min_element(fused.begin(), fused.end()) - fused.begin();
   std::cout << absl::StrFormat(
                    "best: threshold_mb=%g segment_mb=%g fused_ms=%.2f fused/raw=%.3f "
                    "fused/best_per_tensor=%.3f (default segment_mb=%g)\n",
                    threshold_mb, config.segments_mb[best], fused[best] * 1e3, fused[best] / raw,
-                   fused[best] / per_tensor, static_cast<double>(segment_before) / (1 << 20))
+                   fused[best] / best_per_tensor, static_cast<double>(segment_before) / (1 << 20))
             << std::flush;
   return absl::OkStatus();
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -70,14 +71,12 @@ absl::StatusOr<std::string> DescribeMpiTransport() {
   LS_ASSIGN_OR_RETURN(std::vector<int> ranks_per_host, RanksPerHost());
   const std::string btl = ReadControlVariable("btl");
   const std::string pml = ReadControlVariable("pml");
-  const bool shared_memory = Admits(btl, "vader");
+  const char* network = Admits(btl, "tcp") ? "tcp" : "other";
   std::string line = absl::StrFormat(
       "transport: hosts=%d ranks_per_host=%s btl=%s pml=%s within_host=%s", ranks_per_host.size(),
       absl::StrJoin(ranks_per_host, ","), btl.empty() ? "<all>" : btl, pml.empty() ? "<all>" : pml,
-      shared_memory ? "vader" : (Admits(btl, "tcp") ? "tcp" : "other"));
-  if (ranks_per_host.size() > 1) {
-    absl::StrAppend(&line, " between_hosts=", Admits(btl, "tcp") ? "tcp" : "other");
-  }
+      Admits(btl, "vader") ? "vader" : network);
+  if (ranks_per_host.size() > 1) absl::StrAppend(&line, " between_hosts=", network);
   return line;
 }
 
