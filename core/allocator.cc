@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <new>
 
 #include "core/logging.h"
 
@@ -20,7 +19,7 @@ constexpr size_t kHeader = kCpuAlignment;
 void* CpuAllocate(size_t bytes) {
   size_t total = kHeader + ((bytes + kCpuAlignment - 1) / kCpuAlignment) * kCpuAlignment;
   void* raw = std::aligned_alloc(kCpuAlignment, total);
-  if (raw == nullptr) throw std::bad_alloc();
+  if (raw == nullptr) return nullptr;
   *static_cast<size_t*>(raw) = bytes;
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   g_live_bytes.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed);

@@ -1,9 +1,12 @@
 #include "core/device.h"
 
+#include "core/backend.h"
+
 namespace lockstep {
 
 std::string Device::ToString() const {
-  return type == DeviceType::kCPU ? std::string("cpu") : "cuda:" + std::to_string(index);
+  if (type == DeviceType::kCPU) return "cpu";
+  return DeviceTypeName(type) + ":" + std::to_string(index);
 }
 
 }  // namespace lockstep

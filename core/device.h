@@ -1,10 +1,13 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace lockstep {
 
-enum class DeviceType { kCPU, kCUDA };
+// The device types this project's backends implement. A backend of another kind (a test's, a
+// plug-in's) registers under an id of its own from kFirstOther up (core/backend.h).
+enum class DeviceType : uint8_t { kCPU = 0, kCUDA = 1, kFirstOther = 16 };
 
 struct Device {
   DeviceType type = DeviceType::kCPU;

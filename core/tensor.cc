@@ -1,13 +1,9 @@
 #include "core/tensor.h"
 
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/allocator.h"
+#include "core/backend.h"
 #include "core/device_memory.h"
-#ifdef LOCKSTEP_WITH_CUDA
-#include "core/cuda_allocator.h"
-#endif
 
 namespace lockstep {
 
@@ -21,19 +17,14 @@ std::string ShapeToString(const Shape& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-std::shared_ptr<Storage> Storage::Allocate(size_t bytes, Device device) {
-  if (device.type == DeviceType::kCPU) {
-    return std::shared_ptr<Storage>(new Storage(CpuAllocate(bytes), bytes, device, true));
+absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(size_t bytes, Device device) {
+  LS_ASSIGN_OR_RETURN(Backend * backend, FindBackend(device.type));
+  absl::StatusOr<void*> data = backend->Allocate(bytes, device.index);
+  if (!data.ok()) {
+    return Annotate(data.status(),
+                    absl::StrCat("allocating ", bytes, " bytes on ", device.ToString()));
   }
-#ifdef LOCKSTEP_WITH_CUDA
-  absl::StatusOr<void*> data = CudaAllocate(bytes, device.index);
-  LS_CHECK(data.ok()) << "allocating " << bytes << " bytes on " << device.ToString() << ": "
-                      << data.status();
   return std::shared_ptr<Storage>(new Storage(*data, bytes, device, true));
-#else
-  LS_CHECK(false) << "this build has no CUDA support; cannot allocate on " << device.ToString();
-  return nullptr;
-#endif
 }
 
 std::shared_ptr<Storage> Storage::Wrap(void* data, size_t bytes, Device device) {
@@ -41,31 +32,32 @@ std::shared_ptr<Storage> Storage::Wrap(void* data, size_t bytes, Device device) 
 }
 
 Storage::~Storage() {
-  if (!owned_) return;
-  if (device_.type == DeviceType::kCPU) {
-    CpuFree(data_);
-    return;
-  }
-#ifdef LOCKSTEP_WITH_CUDA
-  CudaFree(data_, device_.index);
-#endif
+  if (owned_) BackendOf(device_).Free(data_, device_.index);
 }
 
-Tensor Tensor::Empty(Shape shape, DType dtype, Device device) {
+absl::StatusOr<Tensor> Tensor::Allocate(Shape shape, DType dtype, Device device, bool zeroed) {
   Tensor t;
   size_t bytes = NumElements(shape) * SizeOf(dtype);
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
-  t.storage_ = Storage::Allocate(bytes, device);
+  LS_ASSIGN_OR_RETURN(t.storage_, Storage::Allocate(bytes, device));
+  if (zeroed) {
+    LS_RETURN_IF_ERROR(Annotate(ZeroBytes(t.raw_data(), device, bytes),
+                                absl::StrCat("zeroing ", bytes, " bytes on ", device.ToString())));
+  }
   return t;
 }
 
+Tensor Tensor::Empty(Shape shape, DType dtype, Device device) {
+  absl::StatusOr<Tensor> t = Allocate(std::move(shape), dtype, device, /*zeroed=*/false);
+  LS_CHECK(t.ok()) << t.status();
+  return *std::move(t);
+}
+
 Tensor Tensor::Zeros(Shape shape, DType dtype, Device device) {
-  Tensor t = Empty(std::move(shape), dtype, device);
-  absl::Status zeroed = ZeroBytes(t.raw_data(), device, t.nbytes());
-  LS_CHECK(zeroed.ok()) << "zeroing " << t.nbytes() << " bytes on " << device.ToString() << ": "
-                        << zeroed;
-  return t;
+  absl::StatusOr<Tensor> t = Allocate(std::move(shape), dtype, device, /*zeroed=*/true);
+  LS_CHECK(t.ok()) << t.status();
+  return *std::move(t);
 }
 
 Tensor Tensor::Wrap(void* data, Shape shape, DType dtype, Device device) {

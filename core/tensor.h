@@ -8,6 +8,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/logging.h"
+#include "core/status.h"
 
 namespace lockstep {
 
@@ -20,7 +21,8 @@ std::string ShapeToString(const Shape& shape);
 // A block of memory shared by tensors that view it. Owns it unless wrapped.
 class Storage {
  public:
-  static std::shared_ptr<Storage> Allocate(size_t bytes, Device device);
+  // Memory from the device's backend (core/backend.h); a failure names the bytes and device.
+  static absl::StatusOr<std::shared_ptr<Storage>> Allocate(size_t bytes, Device device);
   static std::shared_ptr<Storage> Wrap(void* data, size_t bytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -43,6 +45,9 @@ class Storage {
 class Tensor {
  public:
   Tensor() = default;
+  // New memory, zeroed or not; fails when the device has none to give (or no backend).
+  static absl::StatusOr<Tensor> Allocate(Shape shape, DType dtype, Device device, bool zeroed);
+  // Allocate for tensors that cannot fail to fit (small host tensors, tests): a failure is fatal.
   static Tensor Empty(Shape shape, DType dtype, Device device = Device::CPU());
   static Tensor Zeros(Shape shape, DType dtype, Device device = Device::CPU());
   // Views memory owned elsewhere (an arena, a flat parameter buffer); does not own it.

@@ -12,6 +12,8 @@ namespace lockstep {
 
 struct CompileOptions {
   Device device = Device::CPU();
+  // See PassContext::shared_layouts: what the ranks agreed on (parallel/shared_layouts.h).
+  std::optional<std::vector<Layout>> shared_layouts;
   // Set to differentiate (training graphs); unset for forward-only graphs.
   std::optional<AutodiffOptions> autodiff;
   // Passes run in this order right after Autodiff (the optimizer update, the data-parallel

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <map>
 
-#include "core/device_memory.h"
+#include "core/backend.h"
 #include "core/whereabouts.h"
 
 namespace lockstep {
@@ -16,20 +16,29 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot share buffers of ", share_with->device_.ToString(), " on ", device.ToString()));
   }
-  std::unique_ptr<Executor> executor(new Executor(std::move(graph), device));
+  LS_ASSIGN_OR_RETURN(Backend * backend, FindBackend(device.type));
+  std::unique_ptr<Executor> executor(new Executor(std::move(graph), device, backend));
   const MemoryPlanSizes& sizes = executor->graph_->plan();
+  if (sizes.alignment % backend->alignment() != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the memory plan aligns to ", sizes.alignment, " bytes, ", device.ToString(), " needs ",
+        backend->alignment(), ": plan the graph for the device it runs on"));
+  }
   executor->regions_.resize(Index(Region::kState) + 1);
-  auto allocate = [&](Region region, size_t bytes) {
-    executor->regions_[Index(region)] =
-        Tensor::Zeros({static_cast<int64_t>(bytes)}, DType::kU8, device);
+  auto allocate = [&](Region region, size_t bytes) -> absl::Status {
+    absl::StatusOr<Tensor> memory =
+        Tensor::Allocate({static_cast<int64_t>(bytes)}, DType::kU8, device, /*zeroed=*/true);
+    if (!memory.ok()) return Annotate(memory.status(), RegionName(region));
+    executor->regions_[Index(region)] = *std::move(memory);
+    return absl::OkStatus();
   };
-  allocate(Region::kInputs, sizes.inputs);
-  allocate(Region::kGradients, sizes.gradients);
+  LS_RETURN_IF_ERROR(allocate(Region::kInputs, sizes.inputs));
+  LS_RETURN_IF_ERROR(allocate(Region::kGradients, sizes.gradients));
   if (share_with != nullptr) {
     LS_RETURN_IF_ERROR(executor->ShareBuffers(*share_with));
   } else {
-    allocate(Region::kParameters, sizes.parameters);
-    allocate(Region::kState, sizes.state);
+    LS_RETURN_IF_ERROR(allocate(Region::kParameters, sizes.parameters));
+    LS_RETURN_IF_ERROR(allocate(Region::kState, sizes.state));
   }
   // Scratch whose contents do not outlive a step can be shared too: the executors never run
   // at the same time.
@@ -37,16 +46,17 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
   if (other_arena != nullptr && other_arena->nbytes() >= sizes.arena) {
     executor->regions_[Index(Region::kArena)] = *other_arena;
   } else {
-    allocate(Region::kArena, sizes.arena);
+    LS_RETURN_IF_ERROR(allocate(Region::kArena, sizes.arena));
   }
   if (share_with != nullptr && share_with->workspace_.nbytes() >= sizes.workspace) {
     executor->workspace_ = share_with->workspace_;
   } else {
-    executor->workspace_ =
-        Tensor::Empty({static_cast<int64_t>(sizes.workspace)}, DType::kU8, device);
+    LS_ASSIGN_OR_RETURN(executor->workspace_,
+                        Tensor::Allocate({static_cast<int64_t>(sizes.workspace)}, DType::kU8,
+                                         device, /*zeroed=*/false));
   }
 
-  void* stream = ComputeStream(device);
+  LS_ASSIGN_OR_RETURN(void* stream, backend->ComputeStream(device.index));
   std::map<const Node*, size_t> async_steps;  // producer -> index in steps_
   for (const auto& node : executor->graph_->nodes()) {
     if (node->IsInput()) continue;
@@ -154,7 +164,7 @@ absl::Status Executor::AddProfiledTimes() {
 void Executor::EnableProfiling(bool on) {
   profiling_ = on;
   for (Step& step : steps_) {
-    if (on && step.timer == nullptr) step.timer = std::make_unique<DeviceTimer>(device_);
+    if (on && step.timer == nullptr) step.timer = backend_->CreateTimer(device_.index);
   }
 }
 
@@ -220,8 +230,9 @@ absl::StatusOr<Tensor> Executor::PlainView(const Value& value, absl::string_view
 }
 
 absl::StatusOr<Tensor> Executor::PlainCopy(const Value& value) const {
-  Tensor plain = Tensor::Empty(value.shape(), value.dtype());
-  LS_RETURN_IF_ERROR(ReorderInto(ViewOf(value), value.layout, plain, Layout::kPlain));
+  LS_ASSIGN_OR_RETURN(Tensor plain,
+                      Tensor::Allocate(value.shape(), value.dtype(), Device::CPU(), false));
+  LS_RETURN_IF_ERROR(backend_->Reorder(ViewOf(value), value.layout, plain, Layout::kPlain));
   return plain;
 }
 
@@ -252,7 +263,7 @@ absl::Status Executor::WriteInput(absl::string_view name, const Tensor& plain) c
         absl::StrCat("input '", name, "' is ", TypeToString(value->type), ", got ",
                      DTypeName(plain.dtype()), ShapeToString(plain.shape())));
   }
-  return ReorderInto(plain, Layout::kPlain, ViewOf(*value), value->layout);
+  return backend_->Reorder(plain, Layout::kPlain, ViewOf(*value), value->layout);
 }
 
 }  // namespace lockstep

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "core/device_memory.h"
+#include "core/backend.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
@@ -76,8 +76,8 @@ class Executor {
 
  private:
   static constexpr size_t Index(Region region) { return static_cast<size_t>(region); }
-  Executor(std::unique_ptr<Graph> graph, Device device)
-      : graph_(std::move(graph)), device_(device) {}
+  Executor(std::unique_ptr<Graph> graph, Device device, Backend* backend)
+      : graph_(std::move(graph)), device_(device), backend_(backend) {}
   Tensor ViewOf(const Value& value) const;
   absl::StatusOr<const Value*> FindInput(absl::string_view name) const;
   absl::StatusOr<const Value*> FindOutput(absl::string_view name) const;
@@ -100,6 +100,7 @@ class Executor {
   absl::Status WaitAll();
   std::unique_ptr<Graph> graph_;
   Device device_;
+  Backend* backend_;  // device_'s
   std::vector<Tensor> regions_;  // indexed by Region
   Tensor workspace_;
   std::vector<Step> steps_;

@@ -12,7 +12,7 @@
 
 #include "absl/strings/string_view.h"
 #include "graph/attr.h"
-#include "graph/layout.h"
+#include "core/layout.h"
 #include "graph/op_def.h"
 
 namespace lockstep {
@@ -38,7 +38,7 @@ struct Value {
 
   const Shape& shape() const { return type.shape; }
   DType dtype() const { return type.dtype; }
-  size_t bytes() const { return NumElements(type.shape) * SizeOf(type.dtype); }
+  size_t bytes() const { return LayoutBytes(layout, type.shape, type.dtype); }
   std::string Label() const;  // "%12"
 };
 
@@ -55,6 +55,8 @@ struct Node {
   std::vector<Value*> inputs;
   std::vector<std::unique_ptr<Value>> outputs;
   std::unique_ptr<Kernel> kernel;  // bound by LowerKernels
+  // Set by AssignLayouts on the reorders it inserts: they depend on the host's backend.
+  bool converts_layout = false;
 
   Value* output(int i = 0) const { return outputs[i].get(); }
   bool IsInput() const;
@@ -88,6 +90,8 @@ struct MemoryPlanSizes {
   size_t gradients = 0;
   size_t state = 0;
   size_t workspace = 0;  // filled in by LowerKernels: the largest kernel scratch
+  // Every offset is a multiple of it: the alignment of the device's backend.
+  size_t alignment = 0;
 };
 
 class Graph {

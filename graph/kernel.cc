@@ -1,16 +1,27 @@
 #include "graph/kernel.h"
 
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "core/backend.h"
 #include "core/logging.h"
-#include "graph/builder.h"
 
 namespace lockstep {
 
-LayoutChoice PlainLayouts(const Node& node, const std::vector<Layout>&) {
+Layout SharedLayouts::Pick(const std::vector<Layout>& candidates) const {
+  for (Layout layout : allowed) {
+    if (std::find(candidates.begin(), candidates.end(), layout) != candidates.end()) return layout;
+  }
+  return Layout::kPlain;
+}
+
+LayoutChoice PlainLayouts(const Node& node, const std::vector<Layout>&, const SharedLayouts&) {
   return {std::vector<Layout>(node.inputs.size(), Layout::kPlain),
           std::vector<Layout>(node.outputs.size(), Layout::kPlain)};
 }
 
-LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>& producer_layouts) {
+LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>& producer_layouts,
+                                    const SharedLayouts&) {
   Layout layout = producer_layouts.empty() ? Layout::kPlain : producer_layouts[0];
   LayoutChoice choice;
   for (const Value* input : node.inputs) {
@@ -22,7 +33,8 @@ LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>&
   return choice;
 }
 
-LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& producer_layouts) {
+LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& producer_layouts,
+                                   const SharedLayouts&) {
   LayoutChoice choice{producer_layouts, {}};
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     choice.outputs.push_back(i < producer_layouts.size() ? producer_layouts[i] : Layout::kPlain);
@@ -30,36 +42,9 @@ LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& 
   return choice;
 }
 
-LayoutChoice InputLayoutsPlainOutputs(const Node& node,
-                                      const std::vector<Layout>& producer_layouts) {
+LayoutChoice InputLayoutsPlainOutputs(const Node& node, const std::vector<Layout>& producer_layouts,
+                                      const SharedLayouts&) {
   return {producer_layouts, std::vector<Layout>(node.outputs.size(), Layout::kPlain)};
-}
-
-absl::Status ReorderInto(const Tensor& from, Layout from_layout, Tensor to, Layout to_layout) {
-  LS_CHECK(from.shape() == to.shape() && from.dtype() == to.dtype())
-      << "reorder of " << ShapeToString(from.shape()) << " into " << ShapeToString(to.shape());
-  if (from_layout == to_layout) {
-    to.CopyFrom(from);  // between devices too
-    return absl::OkStatus();
-  }
-  if (from.device().type != DeviceType::kCPU || to.device().type != DeviceType::kCPU) {
-    return absl::UnimplementedError(absl::StrCat("reorder from ", LayoutName(from_layout), " to ",
-                                                 LayoutName(to_layout), " on ",
-                                                 from.device().ToString(), " and ",
-                                                 to.device().ToString(), ": only the CPU reorders"));
-  }
-  Graph graph;
-  Builder b(&graph);
-  Value* x = b.Input("x", from.shape(), from.dtype());
-  Value* y = b.Op1("Reorder", {x}, {{"layout", std::string(LayoutName(to_layout))}});
-  LS_RETURN_IF_ERROR(b.status());
-  x->layout = from_layout;
-  y->layout = to_layout;
-  LS_ASSIGN_OR_RETURN(const KernelDef* def,
-                      KernelRegistry::Global().Find(*y->producer, DeviceType::kCPU));
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, def->create(*y->producer));
-  Tensor workspace = Tensor::Empty({static_cast<int64_t>(kernel->WorkspaceBytes())}, DType::kU8);
-  return kernel->Run({.inputs = {from}, .outputs = {to}, .workspace = workspace.raw_data()});
 }
 
 KernelRegistry& KernelRegistry::Global() {
@@ -90,8 +75,8 @@ absl::StatusOr<const KernelDef*> KernelRegistry::Find(const Node& node, DeviceTy
   DType dtype = node.inputs.empty() ? node.output(0)->dtype() : node.inputs[0]->dtype();
   auto it = kernels_.find(std::make_tuple(node.op->name(), device, dtype));
   if (it == kernels_.end()) {
-    return absl::UnimplementedError(absl::StrCat("no ", device == DeviceType::kCPU ? "CPU" : "CUDA",
-                                                 " kernel for ", node.Describe(), " with dtype ",
+    return absl::UnimplementedError(absl::StrCat("no ", absl::AsciiStrToUpper(DeviceTypeName(device)), " kernel for ",
+                                                 node.Describe(), " with dtype ",
                                                  DTypeName(dtype)));
   }
   return &it->second;

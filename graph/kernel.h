@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/layout.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
@@ -46,19 +47,34 @@ struct LayoutChoice {
   std::vector<Layout> inputs;
   std::vector<Layout> outputs;
 };
-using LayoutFn =
-    std::function<LayoutChoice(const Node& node, const std::vector<Layout>& producer_layouts)>;
+
+// The layouts that values every rank must hold alike (parameters, their gradients, optimizer
+// state: what the AllReduce sums) may take in this job, besides plain. Agreed by the ranks at
+// start-up from what every rank's backend offers (parallel/shared_layouts.h), so that hosts with
+// different CPUs store them alike while each keeps its own layouts for activations.
+struct SharedLayouts {
+  std::vector<Layout> allowed;  // in the job's order of preference, the same on every rank
+  // The first allowed layout among `candidates` (those the kernel can run and the value can
+  // use), else plain: the same on every rank that has the same candidates allowed.
+  Layout Pick(const std::vector<Layout>& candidates) const;
+};
+
+using LayoutFn = std::function<LayoutChoice(
+    const Node& node, const std::vector<Layout>& producer_layouts, const SharedLayouts& shared)>;
 using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const Node& node)>;
 
 // Everything plain: the default.
-LayoutChoice PlainLayouts(const Node& node, const std::vector<Layout>& producer_layouts);
+LayoutChoice PlainLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
+                          const SharedLayouts& shared);
 // Element-wise ops: inputs and outputs of the same shape share input 0's layout.
-LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>& producer_layouts);
+LayoutChoice SameLayoutAsFirstInput(const Node& node, const std::vector<Layout>& producer_layouts,
+                                    const SharedLayouts& shared);
 // In-place ops on several values (collectives): output i keeps the layout of input i.
-LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& producer_layouts);
+LayoutChoice SameLayoutAsEachInput(const Node& node, const std::vector<Layout>& producer_layouts,
+                                   const SharedLayouts& shared);
 // Reductions indifferent to layout: inputs stay as produced, outputs are plain.
-LayoutChoice InputLayoutsPlainOutputs(const Node& node,
-                                      const std::vector<Layout>& producer_layouts);
+LayoutChoice InputLayoutsPlainOutputs(const Node& node, const std::vector<Layout>& producer_layouts,
+                                      const SharedLayouts& shared);
 
 struct KernelDef {
   std::string op;
@@ -75,10 +91,6 @@ KernelFactory MakeFactory() {
     return std::make_unique<K>(node);
   };
 }
-
-// Copies a CPU tensor `from` into `to` (same shape and dtype) between layouts, by the
-// registered Reorder kernel: how parameters kept blocked are read and written from the host.
-absl::Status ReorderInto(const Tensor& from, Layout from_layout, Tensor to, Layout to_layout);
 
 class KernelRegistry {
  public:

@@ -5,12 +5,14 @@
 // the graph after every pass and, when a dump directory is set, writes the graph as text.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "core/device.h"
+#include "core/layout.h"
 #include "core/status.h"
 #include "graph/graph.h"
 
@@ -29,6 +31,9 @@ struct AutodiffOptions {
 
 struct PassContext {
   Device device = Device::CPU();
+  // The layouts values every rank must hold alike may take (graph/kernel.h SharedLayouts); unset:
+  // all the device's backend offers (a world of one, or ranks that agreed on everything).
+  std::optional<std::vector<Layout>> shared_layouts;
   AutodiffOptions autodiff;
   std::string dump_dir;  // LOCKSTEP_DUMP_GRAPH, read by the PassManager when empty
 };

@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -67,6 +68,48 @@ std::string Hash(proto::GraphDef graph) {
   return absl::StrFormat("%016x", hash);
 }
 
+// What the fingerprint covers: the graph without the workspace, and without what each host's
+// backend decides for itself: the layout conversions AssignLayouts inserted (their readers read
+// the converted value), activations' layouts and places, the arena's size. Parameters, gradients
+// and state keep their layouts and offsets: those the ranks must share.
+proto::GraphDef JobView(const proto::GraphDef& graph) {
+  proto::GraphDef view = graph;
+  if (view.has_plan()) {
+    view.mutable_plan()->clear_workspace();
+    view.mutable_plan()->clear_arena();
+  }
+  std::map<int32_t, int32_t> converted;  // a conversion's output -> the value it converts
+  auto source = [&](int32_t id) {
+    for (auto it = converted.find(id); it != converted.end(); it = converted.find(id)) {
+      id = it->second;
+    }
+    return id;
+  };
+  auto* nodes = view.mutable_nodes();
+  for (auto it = nodes->begin(); it != nodes->end();) {
+    if (it->converts_layout() && it->inputs_size() == 1 && it->outputs_size() == 1) {
+      converted[it->outputs(0).id()] = it->inputs(0);
+      it = nodes->erase(it);
+      continue;
+    }
+    for (int32_t& input : *it->mutable_inputs()) input = source(input);
+    for (proto::ValueInfo& output : *it->mutable_outputs()) {
+      if (output.region() != RegionName(Region::kArena)) continue;
+      output.clear_layout();
+      output.clear_offset();
+    }
+    ++it;
+  }
+  for (proto::GraphOutput& output : *view.mutable_outputs()) output.set_value(source(output.value()));
+  return view;
+}
+
+// Fingerprints of builds before JobView: the whole graph but the workspace.
+std::string WholeGraphFingerprint(proto::GraphDef graph) {
+  if (graph.has_plan()) graph.mutable_plan()->clear_workspace();
+  return Hash(std::move(graph));
+}
+
 }  // namespace
 
 proto::GraphDef ToProto(const Graph& graph) {
@@ -80,6 +123,7 @@ proto::GraphDef ToProto(const Graph& graph) {
       (*def->mutable_attrs())[name] = AttrToProto(value);
     for (const Value* input : node->inputs) def->add_inputs(input->id);
     for (const auto& output : node->outputs) ValueToProto(*output, def->add_outputs());
+    def->set_converts_layout(node->converts_layout);
     if (node->IsInput() && node->role() == InputRole::kParameter) {
       proto::Parameter* parameter = out.add_parameters();
       const Value& value = *node->output();
@@ -102,17 +146,14 @@ proto::GraphDef ToProto(const Graph& graph) {
   return out;
 }
 
-std::string Fingerprint(const proto::GraphDef& graph) {
-  proto::GraphDef copy = graph;
-  if (copy.has_plan()) copy.mutable_plan()->clear_workspace();
-  return Hash(std::move(copy));
-}
+std::string Fingerprint(const proto::GraphDef& graph) { return Hash(JobView(graph)); }
 
 std::string Fingerprint(const Graph& graph) { return ToProto(graph).fingerprint(); }
 
 bool IsOwnFingerprint(const proto::GraphDef& graph) {
   // Graphs saved before the workspace was left out hashed it too.
-  return graph.fingerprint() == Fingerprint(graph) || graph.fingerprint() == Hash(graph);
+  return graph.fingerprint() == Fingerprint(graph) ||
+         graph.fingerprint() == WholeGraphFingerprint(graph) || graph.fingerprint() == Hash(graph);
 }
 
 }  // namespace lockstep

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #ifdef LOCKSTEP_WITH_CUDA
-#include "core/cuda_util.h"
+#include "ops/cuda/cuda_status.h"
 #endif
 
 namespace lockstep::parallel {

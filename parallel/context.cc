@@ -11,7 +11,7 @@
 #include "parallel/mpi_communicator.h"
 #include "parallel/watchdog.h"
 #ifdef LOCKSTEP_WITH_CUDA
-#include "core/cuda_util.h"
+#include "ops/cuda/cuda_status.h"
 #include "parallel/nccl_communicator.h"
 #endif
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/cuda_util.h"
+#include "ops/cuda/cuda_status.h"
 #include "core/device_memory.h"
 #include "parallel/collective_util.h"
 
@@ -160,7 +160,8 @@ absl::Status NcclCommunicator::LaunchAndWait(const std::function<absl::Status()>
   // The calling thread (often a CollectiveQueue's) may not have this device current yet.
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
   // Tensors may still be written by kernels queued on the compute stream.
-  CUDA_RETURN_IF_ERROR(cudaEventRecord(ready_, static_cast<cudaStream_t>(ComputeStream(device_))));
+  LS_ASSIGN_OR_RETURN(void* compute, ComputeStream(device_));
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(ready_, static_cast<cudaStream_t>(compute)));
   CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, ready_, 0));
   LS_RETURN_IF_ERROR(launch());
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));

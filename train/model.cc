@@ -11,6 +11,7 @@
 #include "parallel/comm_group.h"
 #include "parallel/passes/passes.h"
 #include "parallel/replicas.h"
+#include "parallel/shared_layouts.h"
 #include "train/passes/accumulate_gradients.h"
 #include "train/passes/apply_optimizer.h"
 
@@ -95,6 +96,12 @@ absl::Status Model::Compile() {
     return absl::InvalidArgumentError(
         absl::StrCat("accumulation_steps must be at least 1, got ", options_.accumulation_steps));
   }
+  if (data_parallel()) {
+    LS_ASSIGN_OR_RETURN(parallel::CommGroup * group,
+                        parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+    LS_ASSIGN_OR_RETURN(shared_layouts_,
+                        parallel::AgreeSharedLayouts(*group->communicator, options_.device));
+  }
   LS_ASSIGN_OR_RETURN(train_, CompileStepGraph(/*updates=*/true, nullptr));
   if (options_.accumulation_steps > 1) {
     LS_ASSIGN_OR_RETURN(micro_, CompileStepGraph(/*updates=*/false, train_.executor.get()));
@@ -111,6 +118,7 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
                                     options_.image_shape, options_.parallel.sync_batch_norm));
   CompileOptions compile{
       .device = options_.device,
+      .shared_layouts = shared_layouts_,
       .autodiff = AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale},
       .fuse_kernels = options_.fuse_kernels,
       .share_buffers_with = share_with};
@@ -250,6 +258,7 @@ absl::StatusOr<Executor*> Model::EvalExecutor(int64_t batch_size) {
   LS_ASSIGN_OR_RETURN(
       std::unique_ptr<Executor> executor,
       ::lockstep::Compile(std::move(net.graph), {.device = options_.device,
+                                                 .shared_layouts = shared_layouts_,
                                                  .share_buffers_with = train_.executor.get()}));
   return (eval_[batch_size] = std::move(executor)).get();
 }

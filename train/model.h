@@ -134,6 +134,9 @@ class Model {
   Momentum optimizer_;
   ModelOptions options_;
   std::vector<ParameterSpec> parameters_;
+  // What the ranks agreed parameters and state are stored in (parallel/shared_layouts.h); unset
+  // without data parallelism. Every graph of the model shares it, so they share buffers.
+  std::optional<std::vector<Layout>> shared_layouts_;
   StepGraph train_;                                    // updates the parameters
   StepGraph micro_;                                    // accumulates (accumulation_steps > 1)
   std::map<int64_t, std::unique_ptr<Executor>> eval_;  // by batch size

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/backend.h"
 #include "graph/passes/passes.h"
 
 namespace lockstep {
@@ -25,13 +26,14 @@ class MemoryPlanPass : public Pass {
  public:
   absl::string_view name() const override { return "MemoryPlan"; }
 
-  absl::Status Run(Graph& graph, PassContext&) override {
+  absl::Status Run(Graph& graph, PassContext& ctx) override {
+    LS_ASSIGN_OR_RETURN(const Backend* backend, FindBackend(ctx.device.type));
     MemoryPlanSizes& sizes = graph.plan();
-    sizes = MemoryPlanSizes{};
+    sizes = MemoryPlanSizes{.alignment = backend->alignment()};
     PlaceInputs(graph, &sizes);
     LS_RETURN_IF_ERROR(PlaceGradients(graph, &sizes));
     PlaceInPlaceOutputs(graph);
-    sizes.arena = PlaceArena(Lifetimes(graph));
+    sizes.arena = PlaceArena(Lifetimes(graph, sizes.alignment));
     return absl::OkStatus();
   }
 
@@ -48,7 +50,7 @@ class MemoryPlanPass : public Pass {
                       : role == InputRole::kState   ? Region::kState
                                                     : Region::kInputs,
                       *end};
-      *end += AlignUp(value->bytes());
+      *end += AlignUp(value->bytes(), sizes->alignment);
     }
   }
 
@@ -80,13 +82,14 @@ class MemoryPlanPass : public Pass {
   }
 
   // Values still without a place, with the span of node positions during which they live.
-  static std::vector<Interval> Lifetimes(Graph& graph) {
+  static std::vector<Interval> Lifetimes(Graph& graph, size_t alignment) {
     std::map<const Value*, Interval> live;
     const auto& nodes = graph.nodes();
     for (size_t position = 0; position < nodes.size(); ++position) {
       for (const auto& output : nodes[position]->outputs) {
         if (output->alloc.region != Region::kNone) continue;
-        live[output.get()] = {output.get(), position, position, AlignUp(output->bytes())};
+        live[output.get()] = {output.get(), position, position,
+                             AlignUp(output->bytes(), alignment)};
       }
       for (const Value* input : nodes[position]->inputs) {
         auto it = live.find(input);

@@ -173,24 +173,25 @@ class Conv2DBackpropFilterKernel : public Kernel {
   dnnl_util::PreferredWeights weights_;
 };
 
-// The native blocked weight layout where eligible; grouped weights stay plain.
-Layout WeightLayout(const Node& node, const Value& w) {
-  return node.attrs.GetInt("groups") == 1 ? WeightLayoutIfEligible(w) : Layout::kPlain;
+// A blocked weight layout the job shares, where eligible; grouped weights stay plain.
+Layout WeightLayout(const Node& node, const Value& w, const SharedLayouts& shared) {
+  return node.attrs.GetInt("groups") == 1 ? WeightLayoutIfEligible(w, shared) : Layout::kPlain;
 }
 
 // Activations blocked where eligible, the weights in WeightLayout: input kWeightsInput, or the
 // output when kWeightsInput is kWeightsOut (the filter gradient).
 constexpr int kWeightsOut = -1;
 template <int kWeightsInput>
-LayoutChoice ConvLayouts(const Node& node, const std::vector<Layout>&) {
+LayoutChoice ConvLayouts(const Node& node, const std::vector<Layout>&,
+                         const SharedLayouts& shared) {
   LayoutChoice choice;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const Value& input = *node.inputs[i];
-    choice.inputs.push_back(static_cast<int>(i) == kWeightsInput ? WeightLayout(node, input)
+    choice.inputs.push_back(static_cast<int>(i) == kWeightsInput ? WeightLayout(node, input, shared)
                                                                  : BlockedIfEligible(input));
   }
   const Value& output = *node.output();
-  choice.outputs.push_back(kWeightsInput == kWeightsOut ? WeightLayout(node, output)
+  choice.outputs.push_back(kWeightsInput == kWeightsOut ? WeightLayout(node, output, shared)
                                                         : BlockedIfEligible(output));
   return choice;
 }
@@ -219,8 +220,9 @@ bool UsesReferenceKernel(const Node& node, const LayoutChoice& choice) {
 // reference kernel, thousands of times slower: such backprop nodes keep every activation plain,
 // where its gemm-based kernels run (reordering the weights in their scratch).
 template <int kWeightsInput>
-LayoutChoice BackpropLayouts(const Node& node, const std::vector<Layout>& producer_layouts) {
-  LayoutChoice choice = ConvLayouts<kWeightsInput>(node, producer_layouts);
+LayoutChoice BackpropLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
+                             const SharedLayouts& shared) {
+  LayoutChoice choice = ConvLayouts<kWeightsInput>(node, producer_layouts, shared);
   if (!UsesReferenceKernel(node, choice)) return choice;
   // Only the activations: the weights' layout does not decide which kernel runs.
   for (size_t i = 0; i < choice.inputs.size(); ++i) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/logging.h"
+#include "ops/cpu/cpu_layouts.h"
 
 namespace lockstep::dnnl_util {
 
@@ -40,10 +41,11 @@ dnnl::memory::data_type DataType(DType dtype) {
 
 dnnl::memory::desc Desc(const Shape& shape, DType dtype, Layout layout) {
   using tag = dnnl::memory::format_tag;
-  if (layout == Layout::kNChw8c) return Desc(shape, dtype, tag::nChw8c);
-  if (layout == Layout::kNChw16c) return Desc(shape, dtype, tag::nChw16c);
-  if (layout == Layout::kOIhw8i8o) return Desc(shape, dtype, tag::OIhw8i8o);
-  if (layout == Layout::kOIhw16i16o) return Desc(shape, dtype, tag::OIhw16i16o);
+  if (layout == cpu::BlockedActivations(8)) return Desc(shape, dtype, tag::nChw8c);
+  if (layout == cpu::BlockedActivations(16)) return Desc(shape, dtype, tag::nChw16c);
+  if (layout == cpu::BlockedWeights(8)) return Desc(shape, dtype, tag::OIhw8i8o);
+  if (layout == cpu::BlockedWeights(16)) return Desc(shape, dtype, tag::OIhw16i16o);
+  LS_CHECK(layout == Layout::kPlain) << "the CPU kernels have no layout " << LayoutName(layout);
   switch (shape.size()) {
     case 1:
       return Desc(shape, dtype, tag::a);

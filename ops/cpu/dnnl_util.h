@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/layout.h"
 #include "core/logging.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
 #include "graph/kernel.h"
-#include "graph/layout.h"
 
 namespace lockstep::dnnl_util {
 

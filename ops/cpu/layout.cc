@@ -24,7 +24,8 @@ class ReorderKernel : public Kernel {
 };
 
 // The producer's layout in, the attribute's layout out.
-LayoutChoice ReorderLayouts(const Node& node, const std::vector<Layout>& producer_layouts) {
+LayoutChoice ReorderLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
+                            const SharedLayouts&) {
   Layout target = Layout::kPlain;
   LS_CHECK(ParseLayout(node.attrs.GetString("layout"), &target)) << node.Describe();
   return {producer_layouts, {target}};

@@ -67,7 +67,8 @@ class AccumulateKernel : public Kernel {
 };
 
 // The gradient's layout, which the accumulator (state) takes when it is first read here.
-LayoutChoice GradientLayout(const Node&, const std::vector<Layout>& producer_layouts) {
+LayoutChoice GradientLayout(const Node&, const std::vector<Layout>& producer_layouts,
+                            const SharedLayouts&) {
   const Layout gradient = producer_layouts[1];
   return {{gradient, gradient, Layout::kPlain}, {gradient}};
 }

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "core/cuda_util.h"
+#include "ops/cuda/cuda_status.h"
 #include "core/status.h"
 #include "graph/kernel.h"
 #include "ops/cuda/launch.h"

@@ -17,9 +17,9 @@ TEST(CpuLayoutsTest, NativeBlockFollowsOneDnnsEffectiveIsa) {
   const bool avx512 = isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
                       isa == dnnl::cpu_isa::avx512_core_bf16 ||
                       isa == dnnl::cpu_isa::avx512_core_amx;
-  EXPECT_EQ(NativeBlockedLayout(), avx512 ? Layout::kNChw16c : Layout::kNChw8c)
+  EXPECT_EQ(NativeBlockedLayout(), cpu::BlockedActivations(avx512 ? 16 : 8))
       << "oneDNN ISA 0x" << std::hex << static_cast<int>(isa);
-  EXPECT_EQ(NativeWeightLayout(), avx512 ? Layout::kOIhw16i16o : Layout::kOIhw8i8o);
+  EXPECT_EQ(NativeWeightLayout(), cpu::BlockedWeights(avx512 ? 16 : 8));
 }
 
 // Plain -> blocked (nChw8c or nChw16c) -> Relu -> plain: the Relu works in the blocked layout
@@ -77,7 +77,7 @@ TEST(LayoutTest, ConvWeightParametersAreStoredBlockedAndReadPlain) {
   Tensor plain = Tensor::Empty(w_shape, DType::kF32);
   for (int64_t i = 0; i < plain.numel(); ++i) plain.data<float>()[i] = static_cast<float>(i);
   ASSERT_TRUE((*executor)->WriteInput("w", plain).ok());
-  const int64_t block = NativeWeightLayout() == Layout::kOIhw16i16o ? 16 : 8;
+  const int64_t block = NativeWeightLayout() == cpu::BlockedWeights(16) ? 16 : 8;
   const int64_t in = w_shape[1], window = w_shape[2] * w_shape[3];
   const float* raw = static_cast<const float*>((*executor)->parameters().raw_data()) +
                      stored.alloc.offset / sizeof(float);

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #ifdef LOCKSTEP_WITH_CUDA
-#include "core/cuda_util.h"
+#include "ops/cuda/cuda_status.h"
 #endif
 
 namespace lockstep::testing {

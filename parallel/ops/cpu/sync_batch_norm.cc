@@ -24,9 +24,7 @@ struct ChannelLayout {
       : n(x.shape()[0]),
         channels(x.shape()[1]),
         pixels(NumElements(x.shape()) / (x.shape()[0] * x.shape()[1])),
-        block(x.layout == Layout::kNChw8c    ? 8
-              : x.layout == Layout::kNChw16c ? 16
-                                             : 1) {}
+        block(cpu::ChannelBlock(x.layout)) {}
   // Calls fn(c, i) for every element i of channel block `cb`.
   template <typename Fn>
   void ForEachInBlock(int64_t cb, Fn fn) const {

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "core/cuda_util.h"
+#include "ops/cuda/cuda_status.h"
 #include "graph/kernel.h"
 #include "parallel/comm_group.h"
 #include "parallel/nccl_communicator.h"

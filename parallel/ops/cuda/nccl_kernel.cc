@@ -1,6 +1,6 @@
 #include "parallel/ops/cuda/nccl_kernel.h"
 
-#include "core/cuda_util.h"
+#include "ops/cuda/cuda_status.h"
 #include "parallel/comm_group.h"
 
 namespace lockstep::parallel {

@@ -3,7 +3,7 @@
 // element-wise pass. The sums live in the kernel's workspace; the compute stream waits on the
 // reduction's event before reading them, so the host never blocks.
 
-#include "core/cuda_util.h"
+#include "ops/cuda/cuda_status.h"
 #include "graph/kernel.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/ops/cuda/nccl_kernel.h"

@@ -10,6 +10,7 @@
 
 namespace lockstep {
 
+// A failure names the bytes and the device.
 absl::StatusOr<void*> CudaAllocate(size_t bytes, int device);
 void CudaFree(void* ptr, int device);
 

@@ -1,7 +1,7 @@
 #pragma once
 
 // CUDA runtime calls go through CUDA_RETURN_IF_ERROR, which turns a failure into a Status with
-// the call text and file:line. Only compiled into CUDA builds (LOCKSTEP_WITH_CUDA).
+// the call text and file:line. Part of the CUDA backend (ops/cuda).
 
 #include <cuda_runtime.h>
 

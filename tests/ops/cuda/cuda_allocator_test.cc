@@ -1,11 +1,11 @@
-#include "core/cuda_allocator.h"
+#include "ops/cuda/cuda_allocator.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "core/cuda_util.h"
 #include "core/tensor.h"
+#include "ops/cuda/cuda_status.h"
 
 namespace lockstep {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/cuda_allocator.h"
+#include "ops/cuda/cuda_allocator.h"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/cuda_util.h"
+#include "ops/cuda/cuda_status.h"
 
 namespace lockstep {
 namespace {
@@ -34,16 +34,6 @@ DevicePool& Pool(int device) {
 }
 
 }  // namespace
-
-absl::Status CudaErrorStatus(cudaError_t error, const char* call, const char* file, int line) {
-  return absl::InternalError(absl::StrCat("CUDA call ", call, " failed at ", file, ":", line, ": ",
-                                          cudaGetErrorString(error)));
-}
-
-bool CudaAvailable() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-}
 
 absl::StatusOr<void*> CudaAllocate(size_t bytes, int device) {
   size_t rounded = RoundUp(bytes);

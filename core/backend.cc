@@ -1,0 +1,78 @@
+#include "core/backend.h"
+
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "core/host_backend.h"
+
+namespace lockstep {
+namespace {
+
+struct BackendTable {
+  std::mutex mutex;
+  std::map<DeviceType, std::unique_ptr<Backend>> backends;
+  // The host backend FindBackend made for the CPU before a CPU backend registered (a static
+  // initialiser that ran first); kept, since memory it gave out is freed through its successor.
+  std::unique_ptr<Backend> implicit_host;
+  bool host_is_implicit = false;
+};
+
+BackendTable& Table() {
+  static auto* table = new BackendTable();
+  return *table;
+}
+
+}  // namespace
+
+absl::Status Backend::Reorder(const Tensor& from, Layout from_layout, const Tensor& to,
+                              Layout to_layout) {
+  if (from_layout != to_layout) {
+    return absl::UnimplementedError(absl::StrCat("the ", name(), " backend has no reorder from ",
+                                                 LayoutName(from_layout), " to ",
+                                                 LayoutName(to_layout)));
+  }
+  return Copy(to.raw_data(), to.device(), from.raw_data(), from.device(), to.nbytes());
+}
+
+bool RegisterBackend(DeviceType type, std::unique_ptr<Backend> backend) {
+  BackendTable& table = Table();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  if (type == DeviceType::kCPU && table.host_is_implicit) {
+    table.implicit_host = std::move(table.backends[type]);
+    table.backends.erase(type);
+    table.host_is_implicit = false;
+  }
+  LS_CHECK(!table.backends.contains(type))
+      << "a second backend registered for device type " << static_cast<int>(type);
+  table.backends[type] = std::move(backend);
+  return true;
+}
+
+absl::StatusOr<Backend*> FindBackend(DeviceType type) {
+  BackendTable& table = Table();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  auto it = table.backends.find(type);
+  if (it != table.backends.end()) return it->second.get();
+  if (type == DeviceType::kCPU) {
+    table.host_is_implicit = true;
+    return (table.backends[type] = std::make_unique<HostBackend>()).get();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("this build has no backend for ", DeviceTypeName(type),
+                   type == DeviceType::kCUDA ? " (built without CUDA)" : ""));
+}
+
+Backend& BackendOf(Device device) {
+  absl::StatusOr<Backend*> backend = FindBackend(device.type);
+  LS_CHECK(backend.ok()) << "using " << device.ToString() << ": " << backend.status();
+  return **backend;
+}
+
+std::string DeviceTypeName(DeviceType type) {
+  if (type == DeviceType::kCPU) return "cpu";
+  if (type == DeviceType::kCUDA) return "cuda";
+  return absl::StrCat("device type ", static_cast<int>(type));
+}
+
+}  // namespace lockstep

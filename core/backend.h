@@ -1,0 +1,92 @@
+#pragma once
+
+// A device type's runtime, registered once by the folder that implements it (ops/cpu, ops/cuda,
+// or a test's own backend): its memory, its compute stream, copies and fills, timers, the
+// layouts its kernels may keep values in and the reorder between them. Tensor, the executor and
+// the memory plan ask the backend of a value's device; core/ and graph/ name no device runtime
+// and no library's layouts.
+//
+//   REGISTER_BACKEND(DeviceType::kCUDA, CudaBackend);   // in the backend's folder
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/layout.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace lockstep {
+
+// Times work where it runs: the host clock around it on the CPU, events on a device stream.
+class DeviceTimer {
+ public:
+  virtual ~DeviceTimer() = default;
+  virtual void Start() = 0;
+  virtual void Stop() = 0;
+  // Between the last Start and Stop (waits for the Stop marker on a device); a failure of the
+  // device calls behind Start or Stop shows here.
+  virtual absl::StatusOr<double> Seconds() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Lower-case, for device names in messages: "cpu", "cuda".
+  virtual std::string name() const = 0;
+  // Alignment of every allocation and of every offset the memory plan hands out.
+  virtual size_t alignment() const = 0;
+
+  // `bytes` on device `index`; a failure names the bytes and the device.
+  virtual absl::StatusOr<void*> Allocate(size_t bytes, int index) = 0;
+  virtual void Free(void* ptr, int index) = 0;
+  // The stream kernels on device `index` run on (a cudaStream_t on CUDA); nullptr where work runs
+  // on the calling thread.
+  virtual absl::StatusOr<void*> ComputeStream(int index) = 0;
+  // Blocks until everything queued on the compute stream is done.
+  virtual absl::Status Synchronize(int index) = 0;
+  // Copies `bytes` between this backend's memory and host memory, or within this backend's
+  // memory; a copy into host memory has finished when it returns. The host backend's copies are
+  // host-to-host.
+  virtual absl::Status Copy(void* dst, Device dst_device, const void* src, Device src_device,
+                            size_t bytes) = 0;
+  // Sets `bytes` at `dst` to zero (queued on the compute stream where there is one).
+  virtual absl::Status Zero(void* dst, int index, size_t bytes) = 0;
+  virtual std::unique_ptr<DeviceTimer> CreateTimer(int index) = 0;
+
+  // The layouts this backend's kernels may ask for, besides plain.
+  virtual std::vector<Layout> Layouts() const { return {}; }
+  // Copies `from` into `to` (same shape and dtype, either device of this backend or the host)
+  // from one layout into another. Between equal layouts it is a copy; the default reorders
+  // nothing else.
+  virtual absl::Status Reorder(const Tensor& from, Layout from_layout, const Tensor& to,
+                               Layout to_layout);
+  // The op AssignLayouts inserts where a producer and a reader want different layouts (empty
+  // when this backend's kernels all want plain).
+  virtual std::string reorder_op() const { return ""; }
+  // Layouts that values every rank must hold alike (parameters, their gradients and optimizer
+  // state) may take, by preference. A job uses those of them every rank offers; with none in
+  // common such values stay plain. See parallel/agree.h, SharedLayouts in graph/kernel.h.
+  virtual std::vector<Layout> SharedLayoutOffer() const { return {}; }
+};
+
+// Registers `backend` for `type`; a type has at most one backend.
+bool RegisterBackend(DeviceType type, std::unique_ptr<Backend> backend);
+// The backend of `type`. The CPU always has one: without a registered CPU backend (programs that
+// link only core/), a host backend with plain layouts only.
+absl::StatusOr<Backend*> FindBackend(DeviceType type);
+// FindBackend for devices that must have a backend by the time they are used (a tensor's own).
+Backend& BackendOf(Device device);
+// "cpu", "cuda", or the id of a type without a backend.
+std::string DeviceTypeName(DeviceType type);
+
+}  // namespace lockstep
+
+#define REGISTER_BACKEND(type, BackendClass)                                      \
+  [[maybe_unused]] static const bool LS_BACKEND_CONCAT(ls_backend_, __LINE__) = \
+      ::lockstep::RegisterBackend(type, std::make_unique<BackendClass>())
+#define LS_BACKEND_CONCAT_INNER(a, b) a##b
+#define LS_BACKEND_CONCAT(a, b) LS_BACKEND_CONCAT_INNER(a, b)

@@ -1,0 +1,46 @@
+// The CPU backend: host memory (core/host_backend.h) plus the layouts of its oneDNN kernels
+// (cpu_layouts.h), reordered by oneDNN, and the "Reorder" op (ops/layout.cc) that AssignLayouts
+// inserts between kernels that want different layouts.
+
+#include "absl/strings/str_cat.h"
+#include "core/host_backend.h"
+#include "ops/cpu/cpu_layouts.h"
+#include "ops/cpu/dnnl_util.h"
+
+namespace lockstep {
+namespace {
+
+class CpuBackend : public HostBackend {
+ public:
+  std::vector<Layout> Layouts() const override {
+    return {cpu::BlockedActivations(8), cpu::BlockedActivations(16), cpu::BlockedWeights(8),
+            cpu::BlockedWeights(16)};
+  }
+
+  absl::Status Reorder(const Tensor& from, Layout from_layout, const Tensor& to,
+                       Layout to_layout) override {
+    if (from.shape() != to.shape() || from.dtype() != to.dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat("reorder of ", ShapeToString(from.shape()),
+                                                     " into ", ShapeToString(to.shape())));
+    }
+    if (from_layout == to_layout) return Backend::Reorder(from, from_layout, to, to_layout);
+    dnnl_util::DnnlStep step;
+    DNNL_RETURN_IF_ERROR(
+        step = dnnl_util::ReorderStep(dnnl_util::Desc(from.shape(), from.dtype(), from_layout),
+                                      dnnl_util::Desc(to.shape(), to.dtype(), to_layout)));
+    LS_ASSIGN_OR_RETURN(
+        Tensor scratch,
+        Tensor::Allocate({static_cast<int64_t>(step.scratchpad_bytes())}, DType::kU8,
+                         Device::CPU(), /*zeroed=*/false));
+    return step.Run({{DNNL_ARG_FROM, from.raw_data()}, {DNNL_ARG_TO, to.raw_data()}},
+                    scratch.raw_data());
+  }
+
+  std::string reorder_op() const override { return "Reorder"; }
+  std::vector<Layout> SharedLayoutOffer() const override { return cpu::WeightLayoutOffer(); }
+};
+
+REGISTER_BACKEND(DeviceType::kCPU, CpuBackend);
+
+}  // namespace
+}  // namespace lockstep

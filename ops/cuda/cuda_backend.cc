@@ -1,0 +1,125 @@
+// The CUDA backend: memory from the caching allocator, one non-blocking compute stream per
+// device, copies and fills queued on it, event timers. Kernels want plain (NCHW) layouts, so it
+// offers no other layout and needs no reorder op.
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "core/backend.h"
+#include "ops/cuda/cuda_allocator.h"
+#include "ops/cuda/cuda_status.h"
+
+namespace lockstep::cuda {
+namespace {
+
+// 256 bytes: what cuBLASLt and cuDNN want of their operands for the fastest algorithms.
+constexpr size_t kCudaAlignment = 256;
+
+class EventTimer : public DeviceTimer {
+ public:
+  EventTimer(int device, absl::StatusOr<cudaStream_t> stream) {
+    status_ = stream.status();
+    if (stream.ok()) {
+      stream_ = *stream;
+      status_ = Create(device);
+    }
+  }
+  ~EventTimer() override {
+    if (start_ != nullptr) cudaEventDestroy(start_);
+    if (stop_ != nullptr) cudaEventDestroy(stop_);
+  }
+  void Start() override { Record(start_); }
+  void Stop() override { Record(stop_); }
+  absl::StatusOr<double> Seconds() const override {
+    LS_RETURN_IF_ERROR(status_);
+    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop_));
+    float ms = 0.0f;
+    CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms / 1e3;
+  }
+
+ private:
+  absl::Status Create(int device) {
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+    CUDA_RETURN_IF_ERROR(cudaEventCreate(&start_));
+    CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop_));
+    return absl::OkStatus();
+  }
+  // The first failure is kept for Seconds to report.
+  void Record(cudaEvent_t event) {
+    if (status_.ok()) status_ = RecordOn(event);
+  }
+  absl::Status RecordOn(cudaEvent_t event) {
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream_));
+    return absl::OkStatus();
+  }
+
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  absl::Status status_;
+};
+
+class CudaBackend : public Backend {
+ public:
+  std::string name() const override { return "cuda"; }
+  size_t alignment() const override { return kCudaAlignment; }
+
+  absl::StatusOr<void*> Allocate(size_t bytes, int index) override {
+    return CudaAllocate(bytes, index);
+  }
+  void Free(void* ptr, int index) override { CudaFree(ptr, index); }
+
+  absl::StatusOr<void*> ComputeStream(int index) override {
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
+    return stream;
+  }
+
+  absl::Status Synchronize(int index) override {
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    return absl::OkStatus();
+  }
+
+  absl::Status Copy(void* dst, Device dst_device, const void* src, Device src_device,
+                    size_t bytes) override {
+    const int index = dst_device.type == DeviceType::kCUDA ? dst_device.index : src_device.index;
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    return absl::OkStatus();
+  }
+
+  absl::Status Zero(void* dst, int index, size_t bytes) override {
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, 0, bytes, stream));
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<DeviceTimer> CreateTimer(int index) override {
+    return std::make_unique<EventTimer>(index, Stream(index));
+  }
+
+ private:
+  absl::StatusOr<cudaStream_t> Stream(int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = streams_.find(device);
+    if (it != streams_.end()) return it->second;
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+    cudaStream_t stream = nullptr;
+    CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    streams_[device] = stream;
+    return stream;
+  }
+
+  std::mutex mutex_;
+  std::map<int, cudaStream_t> streams_;  // created on first use, kept for the process
+};
+
+REGISTER_BACKEND(DeviceType::kCUDA, CudaBackend);
+
+}  // namespace
+}  // namespace lockstep::cuda
