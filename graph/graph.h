@@ -149,7 +149,8 @@ Value* InPlaceRoot(Value* value);
 // Checks SSA order, arity, attribute declarations, in-place rules and that each gradient output
 // is linked to its own parameter of the same type; names the node or output at fault.
 absl::Status VerifyGraph(const Graph& graph);
-// One line per node: "%5 = Conv2D(%1, %2) {groups=1, ...} : f32[8, 64, 56, 56] nChw16c @arena+0".
+// One line per node, the layout by its registered name:
+// "%5 = Conv2D(%1, %2) {groups=1, ...} : f32[8, 64, 56, 56] plain @arena+0".
 std::string DumpGraph(const Graph& graph);
 
 }  // namespace lockstep

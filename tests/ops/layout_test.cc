@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -99,6 +100,43 @@ TEST(LayoutTest, ConvWeightParametersAreStoredBlockedAndReadPlain) {
             std::string::npos)
       << view;
   EXPECT_FALSE((*executor)->WriteInput("w", Tensor::Empty({32, 32}, DType::kF32)).ok());
+}
+
+// What the ranks agreed on decides how weights, their gradients and moments are stored; each
+// rank's activations keep its native block. Agreeing on 8x8 weight blocks (an AVX2 host in the
+// job) or on nothing stores the weights so on every CPU, and the step computes the same.
+TEST(LayoutTest, SharedValuesTakeTheAgreedLayoutActivationsTheNativeOne) {
+  const Shape x_shape = {2, 32, 6, 6};
+  const Shape w_shape = {32, 32, 3, 3};
+  Tensor x = Tensor::Empty(x_shape, DType::kF32);
+  Tensor w = Tensor::Empty(w_shape, DType::kF32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 7) - 3.0f;
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>(i % 5) * 0.1f;
+  std::vector<float> reference;
+  for (const std::vector<Layout>& agreed : std::vector<std::vector<Layout>>{
+           cpu::WeightLayoutOffer(), {cpu::BlockedWeights(8)}, {}}) {
+    auto graph = std::make_unique<Graph>();
+    Builder b(graph.get());
+    Value* y = b.Op1("Relu", {b.Op1("Conv2D", {b.Input("x", x_shape), b.Parameter("w", w_shape)},
+                                    {{"padding", std::vector<int64_t>{1, 1}}})});
+    ASSERT_TRUE(b.status().ok()) << b.status();
+    graph->AddOutput("y", y, OutputKind::kResult);
+    auto executor = Compile(std::move(graph), {.shared_layouts = agreed});
+    ASSERT_TRUE(executor.ok()) << executor.status();
+    const Layout stored = (*executor)->graph().FindInput("w")->output()->layout;
+    EXPECT_EQ(stored, agreed.empty() ? Layout::kPlain : agreed.front());
+    EXPECT_EQ(y->producer->inputs[0]->layout, NativeBlockedLayout());  // the Relu reads the conv
+
+    ASSERT_TRUE((*executor)->WriteInput("w", w).ok());
+    ASSERT_TRUE((*executor)->WriteInput("x", x).ok());
+    ASSERT_TRUE((*executor)->Run().ok());
+    Tensor out = *(*executor)->ReadOutput("y");
+    std::vector<float> values(out.data<float>(), out.data<float>() + out.numel());
+    if (reference.empty()) reference = values;
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_NEAR(values[i], reference[i], 1e-5f * std::max(1.0f, std::abs(reference[i]))) << i;
+    }
+  }
 }
 
 }  // namespace

@@ -10,9 +10,11 @@
 #define LOCKSTEP_SUPPRESSIONS(file) "suppressions=" LOCKSTEP_SANITIZER_DIR "/" file
 
 // strict_init_order: no static initializer may read another file's dynamically initialized
-// global (the op and kernel registrars run at start-up).
+// global (the op and kernel registrars run at start-up). allocator_may_return_null: allocations
+// fail as they do without ASan, so that the tests of failed allocations see their Status.
 LOCKSTEP_SANITIZER_HOOK const char* __asan_default_options() {
-  return "detect_leaks=1:check_initialization_order=1:strict_init_order=1";
+  return "detect_leaks=1:check_initialization_order=1:strict_init_order=1:"
+         "allocator_may_return_null=1";
 }
 
 LOCKSTEP_SANITIZER_HOOK const char* __lsan_default_options() {
