@@ -10,7 +10,7 @@
 namespace lockstep {
 namespace {
 
-using cuda::PoolGeometry;
+using math::PoolGeometry;
 using cuda::StreamOf;
 
 // x (N, C, H, W) and y (N, C, OH, OW) of a windowed pooling node and its attributes.
