@@ -1,8 +1,8 @@
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 
 #include "graph/kernel.h"
+#include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
 
 namespace lockstep {
@@ -34,7 +34,7 @@ class AddReluKernel : public Kernel {
     const float* a = io.inputs[0].data<float>();  // any shape
     const float* b = io.inputs[1].data<float>();  // same shape as a
     float* y = io.outputs[0].data<float>();
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { y[i] = std::max(a[i] + b[i], 0.0f); });
+    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { y[i] = math::AddRelu(a[i], b[i]); });
     return absl::OkStatus();
   }
 };
@@ -45,7 +45,7 @@ class ReluKernel : public Kernel {
   absl::Status Run(const KernelIO& io) override {
     const float* x = io.inputs[0].data<float>();  // any shape
     float* y = io.outputs[0].data<float>();
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { y[i] = std::max(x[i], 0.0f); });
+    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { y[i] = math::Relu(x[i]); });
     return absl::OkStatus();
   }
 };
@@ -57,11 +57,7 @@ class ReluGradKernel : public Kernel {
     const float* x = io.inputs[0].data<float>();   // forward input
     const float* dy = io.inputs[1].data<float>();  // same shape
     float* dx = io.outputs[0].data<float>();
-    // dy is read unconditionally so the loop vectorizes (a blend, not a branch per element).
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) {
-      const float g = dy[i];
-      dx[i] = x[i] > 0.0f ? g : 0.0f;
-    });
+    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { dx[i] = math::ReluGrad(x[i], dy[i]); });
     return absl::OkStatus();
   }
 };
@@ -74,13 +70,8 @@ class AddReluGradKernel : public Kernel {
     const float* dy1 = io.inputs[1].data<float>();  // same shape
     const float* dy2 = io.inputs[2].data<float>();  // same shape
     float* dx = io.outputs[0].data<float>();
-    // A select of the sum would make GCC branch (it may not speculate the add, which could
-    // trap); masking the sum's bits keeps the loop vectorized. Both give +0 where x <= 0.
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) {
-      const float g = dy1[i] + dy2[i];
-      const uint32_t keep = x[i] > 0.0f ? ~0u : 0u;
-      dx[i] = std::bit_cast<float>(std::bit_cast<uint32_t>(g) & keep);
-    });
+    ParallelFor(io.outputs[0].numel(),
+                [&](int64_t i) { dx[i] = math::AddReluGrad(x[i], dy1[i], dy2[i]); });
     return absl::OkStatus();
   }
 };

@@ -1,10 +1,8 @@
 // Softmax cross-entropy, its gradient, ArgMax and AccuracyCount: plain OpenMP loops over rows.
 
-#include <algorithm>
-#include <cmath>
-
 #include "graph/kernel.h"
 #include "ops/kernel_shapes.h"
+#include "ops/loss_math.h"
 
 namespace lockstep {
 namespace {
@@ -21,28 +19,18 @@ absl::Status CheckLabels(const char* op, const int32_t* labels, const Rows& rows
   return absl::OkStatus();
 }
 
-// Writes softmax(x) into probs and returns -log softmax(x)[label]; subtracts the row maximum
-// so exp() cannot overflow.
+// Writes softmax(x) into probs and returns -log softmax(x)[label]: the row as one share.
 double SoftmaxRow(const float* x, int64_t classes, int32_t label, float* probs) {
-  float max = x[0];
-  for (int64_t j = 1; j < classes; ++j) max = std::max(max, x[j]);
-  double sum = 0.0;
-  for (int64_t j = 0; j < classes; ++j) {
-    probs[j] = std::exp(x[j] - max);
-    sum += probs[j];
-  }
-  const float inverse = static_cast<float>(1.0 / sum);
-  for (int64_t j = 0; j < classes; ++j) probs[j] *= inverse;
-  return std::log(sum) - (x[label] - max);
+  const math::RowShare row;
+  const float max = math::ShareMax(x, classes, row);
+  const double sum = math::ShareExpSum(x, classes, max, row, probs);
+  math::ShareNormalize(probs, classes, sum, row);
+  return math::RowCrossEntropy(x, classes, label, max, sum);
 }
 
 // The first index of the row's maximum.
 int64_t RowArgMax(const float* row, int64_t classes) {
-  int64_t best = 0;
-  for (int64_t j = 1; j < classes; ++j) {
-    if (row[j] > row[best]) best = j;
-  }
-  return best;
+  return math::ShareArgMax(row, classes, math::RowShare()).index;
 }
 
 class SoftmaxCrossEntropyKernel : public Kernel {
@@ -60,7 +48,7 @@ class SoftmaxCrossEntropyKernel : public Kernel {
     for (int64_t i = 0; i < rows_.n; ++i) {
       total += SoftmaxRow(logits + i * c, c, labels[i], probs + i * c);
     }
-    *loss = static_cast<float>(total / rows_.n);
+    *loss = math::MeanLoss(total, rows_.n);
     return absl::OkStatus();
   }
 
@@ -78,11 +66,12 @@ class SoftmaxCrossEntropyGradKernel : public Kernel {
     float* dlogits = io.outputs[0].data<float>();          // (N, C)
     LS_RETURN_IF_ERROR(CheckLabels("SoftmaxCrossEntropyGrad", labels, rows_));
     const int64_t c = rows_.classes;
-    const float scale = *dloss / static_cast<float>(rows_.n);
+    const float scale = math::CrossEntropyGradScale(*dloss, rows_.n);
 #pragma omp parallel for
     for (int64_t i = 0; i < rows_.n; ++i) {
-      for (int64_t j = 0; j < c; ++j) dlogits[i * c + j] = probs[i * c + j] * scale;
-      dlogits[i * c + labels[i]] -= scale;
+      for (int64_t j = 0; j < c; ++j) {
+        dlogits[i * c + j] = math::CrossEntropyGrad(probs[i * c + j], j, labels[i], c, scale);
+      }
     }
     return absl::OkStatus();
   }

@@ -1,8 +1,7 @@
-#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "graph/kernel.h"
+#include "ops/optimizer_math.h"
 
 namespace lockstep {
 namespace {
@@ -11,16 +10,17 @@ namespace {
 class MomentumKernel : public Kernel {
  public:
   explicit MomentumKernel(const Node& node)
-      : momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))),
-        weight_decay_(static_cast<float>(node.attrs.GetFloat("weight_decay"))),
-        unscale_(static_cast<float>(1.0 / node.attrs.GetFloat("loss_scale"))),
-        nesterov_(node.attrs.GetBool("nesterov")) {}
+      : params_{.momentum = static_cast<float>(node.attrs.GetFloat("momentum")),
+                .weight_decay = static_cast<float>(node.attrs.GetFloat("weight_decay")),
+                .unscale = static_cast<float>(1.0 / node.attrs.GetFloat("loss_scale")),
+                .nesterov = node.attrs.GetBool("nesterov")} {}
 
   absl::Status Run(const KernelIO& io) override {
     const bool dynamic = io.inputs.size() == 6;  // loss_scale [] and finite [] follow lr
     if (dynamic && *io.inputs[5].data<float>() == 0.0f) return absl::OkStatus();  // skipped
-    // 1 / dynamic scale is a power of two, so that the product is exact.
-    const float unscale = dynamic ? unscale_ * (1.0f / *io.inputs[4].data<float>()) : unscale_;
+    // A local copy, which the stores below cannot alias.
+    math::MomentumParams params = params_;
+    if (dynamic) params.unscale = math::DynamicUnscale(params.unscale, *io.inputs[4].data<float>());
     const float* param = io.inputs[0].data<float>();   // any shape
     const float* grad = io.inputs[1].data<float>();    // same shape as param
     const float* moment = io.inputs[2].data<float>();  // same shape as param
@@ -30,19 +30,16 @@ class MomentumKernel : public Kernel {
     const int64_t n = io.outputs[0].numel();
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      const float g = grad[i] * unscale + weight_decay_ * param[i];
-      const float m = momentum_ * moment[i] + g;
-      new_moment[i] = m;
-      new_param[i] = param[i] - lr * (nesterov_ ? g + momentum_ * m : m);
+      const math::ParamAndMoment next =
+          math::MomentumStep(params, lr, param[i], grad[i], moment[i]);
+      new_param[i] = next.param;
+      new_moment[i] = next.moment;
     }
     return absl::OkStatus();
   }
 
  private:
-  float momentum_;
-  float weight_decay_;
-  float unscale_;  // 1 / loss_scale attribute
-  bool nesterov_;
+  math::MomentumParams params_;  // unscale: 1 / the loss_scale attribute
 };
 
 // The parameter's layout (convolution weights are blocked), which its gradient and moment share.
@@ -61,7 +58,7 @@ class AccumulateKernel : public Kernel {
     float* new_accum = io.outputs[0].data<float>();   // same memory as accum
     const int64_t n = io.outputs[0].numel();
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) new_accum[i] = beta * accum[i] + grad[i];
+    for (int64_t i = 0; i < n; ++i) new_accum[i] = math::AccumulateStep(beta, accum[i], grad[i]);
     return absl::OkStatus();
   }
 };
@@ -108,15 +105,13 @@ class UpdateLossScaleKernel : public Kernel {
         window_(static_cast<int32_t>(node.attrs.GetInt("window"))) {}
 
   absl::Status Run(const KernelIO& io) override {
-    float& scale = *io.outputs[0].data<float>();        // same memory as input 0
+    float& scale = *io.outputs[0].data<float>();           // same memory as input 0
     int32_t& good_steps = *io.outputs[1].data<int32_t>();  // same memory as input 1
-    if (*io.inputs[2].data<float>() == 0.0f) {
-      scale = std::max(scale / factor_, 1.0f);
-      good_steps = 0;
-    } else if (++good_steps >= window_) {
-      if (scale * factor_ <= std::numeric_limits<float>::max()) scale *= factor_;
-      good_steps = 0;
-    }
+    const bool finite = *io.inputs[2].data<float>() != 0.0f;
+    const math::LossScaleState next =
+        math::LossScaleStep({scale, good_steps}, finite, factor_, window_);
+    scale = next.scale;
+    good_steps = next.good_steps;
     return absl::OkStatus();
   }
 

@@ -1,5 +1,5 @@
+#include "ops/batch_norm_math.h"
 #include "ops/cuda/batch_norm_kernels.h"
-#include "ops/cuda/batch_norm_math.h"
 #include "ops/cuda/device_util.cuh"
 
 namespace lockstep::cuda {
@@ -9,22 +9,26 @@ struct VarianceFromInvStdFn {
   const float* inv_std;  // (C)
   float epsilon;
   float* var;  // (C)
-  __device__ void operator()(int64_t c) const { var[c] = VarianceFromInvStd(inv_std[c], epsilon); }
+  __device__ void operator()(int64_t c) const {
+    var[c] = math::VarianceFromInvStd(inv_std[c], epsilon);
+  }
 };
 
 struct InvStdFromVarianceFn {
   const float* var;  // (C)
   float epsilon;
   float* inv_std;  // (C)
-  __device__ void operator()(int64_t c) const { inv_std[c] = InvStdFromVariance(var[c], epsilon); }
+  __device__ void operator()(int64_t c) const {
+    inv_std[c] = math::InvStdFromVariance(var[c], epsilon);
+  }
 };
 
 struct ReluWithMaskFn {
   float* y;       // (N, C, ...) in place
   uint8_t* mask;  // (N * C * ...)
   __device__ void operator()(int64_t i) const {
-    mask[i] = ReluMask(y[i]);
-    y[i] = Masked(y[i], mask[i]);
+    mask[i] = math::ReluMask(y[i]);
+    y[i] = math::Masked(y[i], mask[i]);
   }
 };
 
@@ -32,7 +36,7 @@ struct ApplyMaskFn {
   const float* dy;      // (N, C, ...)
   const uint8_t* mask;  // (N * C * ...)
   float* masked;        // (N, C, ...)
-  __device__ void operator()(int64_t i) const { masked[i] = Masked(dy[i], mask[i]); }
+  __device__ void operator()(int64_t i) const { masked[i] = math::Masked(dy[i], mask[i]); }
 };
 
 }  // namespace

@@ -1,9 +1,9 @@
 // Element-wise CUDA kernels: one grid-stride loop each over functors that hold the pointers;
-// the per-element math is in elementwise_math.h.
+// the per-element math is in ops/elementwise_math.h.
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/elementwise_kernels.h"
-#include "ops/cuda/elementwise_math.h"
+#include "ops/elementwise_math.h"
 
 namespace lockstep::cuda {
 namespace {
@@ -19,20 +19,20 @@ struct AddReluFn {
   const float* a;  // (n)
   const float* b;  // (n)
   float* y;        // (n)
-  __device__ void operator()(int64_t i) const { y[i] = AddRelu(a[i], b[i]); }
+  __device__ void operator()(int64_t i) const { y[i] = math::AddRelu(a[i], b[i]); }
 };
 
 struct ReluFn {
   const float* x;  // (n)
   float* y;        // (n)
-  __device__ void operator()(int64_t i) const { y[i] = Relu(x[i]); }
+  __device__ void operator()(int64_t i) const { y[i] = math::Relu(x[i]); }
 };
 
 struct ReluGradFn {
   const float* x;   // (n)
   const float* dy;  // (n)
   float* dx;        // (n)
-  __device__ void operator()(int64_t i) const { dx[i] = ReluGrad(x[i], dy[i]); }
+  __device__ void operator()(int64_t i) const { dx[i] = math::ReluGrad(x[i], dy[i]); }
 };
 
 struct AddReluGradFn {
@@ -40,7 +40,7 @@ struct AddReluGradFn {
   const float* dy1;  // (n)
   const float* dy2;  // (n)
   float* dx;         // (n)
-  __device__ void operator()(int64_t i) const { dx[i] = AddReluGrad(x[i], dy1[i], dy2[i]); }
+  __device__ void operator()(int64_t i) const { dx[i] = math::AddReluGrad(x[i], dy1[i], dy2[i]); }
 };
 
 struct ScaleFn {

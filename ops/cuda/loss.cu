@@ -1,26 +1,27 @@
 // Loss and metric CUDA kernels: one block per row for the softmax and ArgMax (the row's
 // threads each take a share and combine them with BlockReduce), one block for batch totals.
-// The per-row math is in loss_math.h.
+// The per-row math is in ops/loss_math.h.
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/loss_kernels.h"
-#include "ops/cuda/loss_math.h"
+#include "ops/loss_math.h"
 
 namespace lockstep::cuda {
 namespace {
 
 struct MaxFn {
-  __device__ float operator()(float a, float b) const { return MaxOf(a, b); }
+  __device__ float operator()(float a, float b) const { return math::MaxOf(a, b); }
 };
 
 struct BetterArgMaxFn {
-  __device__ ArgMaxCandidate operator()(ArgMaxCandidate a, ArgMaxCandidate b) const {
-    return BetterArgMax(a, b);
+  __device__ math::ArgMaxCandidate operator()(math::ArgMaxCandidate a,
+                                              math::ArgMaxCandidate b) const {
+    return math::BetterArgMax(a, b);
   }
 };
 
 // This thread's share of a row of the block's rows.
-__device__ RowShare ThreadShare() { return {threadIdx.x, blockDim.x}; }
+__device__ math::RowShare ThreadShare() { return {threadIdx.x, blockDim.x}; }
 
 // Block i: softmax of row i into probs and its loss into row_loss[i].
 __global__ void SoftmaxCrossEntropyRows(const float* logits,    // (rows, classes)
@@ -31,10 +32,10 @@ __global__ void SoftmaxCrossEntropyRows(const float* logits,    // (rows, classe
   const int64_t row = blockIdx.x;
   const float* x = logits + row * classes;
   float* p = probs + row * classes;
-  const float max = BlockReduce(ShareMax(x, classes, ThreadShare()), MaxFn{});
-  const double sum = BlockReduce(ShareExpSum(x, classes, max, ThreadShare(), p), SumOf{});
-  ShareNormalize(p, classes, sum, ThreadShare());
-  if (threadIdx.x == 0) row_loss[row] = RowCrossEntropy(x, classes, labels[row], max, sum);
+  const float max = BlockReduce(math::ShareMax(x, classes, ThreadShare()), MaxFn{});
+  const double sum = BlockReduce(math::ShareExpSum(x, classes, max, ThreadShare(), p), SumOf{});
+  math::ShareNormalize(p, classes, sum, ThreadShare());
+  if (threadIdx.x == 0) row_loss[row] = math::RowCrossEntropy(x, classes, labels[row], max, sum);
 }
 
 // One block: loss = the mean of row_loss.
@@ -44,7 +45,7 @@ __global__ void MeanOfRows(const double* row_loss,  // (rows)
   double total = 0.0;
   for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) total += row_loss[i];
   total = BlockReduce(total, SumOf{});
-  if (threadIdx.x == 0) *loss = MeanLoss(total, rows);
+  if (threadIdx.x == 0) *loss = math::MeanLoss(total, rows);
 }
 
 struct SoftmaxCrossEntropyGradFn {
@@ -54,8 +55,8 @@ struct SoftmaxCrossEntropyGradFn {
   int64_t rows, classes;
   float* dlogits;  // (rows, classes)
   __device__ void operator()(int64_t i) const {
-    const float scale = CrossEntropyGradScale(*dloss, rows);
-    dlogits[i] = CrossEntropyGrad(probs[i], i % classes, labels[i / classes], classes, scale);
+    const float scale = math::CrossEntropyGradScale(*dloss, rows);
+    dlogits[i] = math::CrossEntropyGrad(probs[i], i % classes, labels[i / classes], classes, scale);
   }
 };
 
@@ -64,8 +65,8 @@ __global__ void ArgMaxRows(const float* x,  // (rows, classes)
                            int64_t classes,
                            int32_t* index) {  // (rows)
   const int64_t row = blockIdx.x;
-  const ArgMaxCandidate best =
-      BlockReduce(ShareArgMax(x + row * classes, classes, ThreadShare()), BetterArgMaxFn{});
+  const math::ArgMaxCandidate best =
+      BlockReduce(math::ShareArgMax(x + row * classes, classes, ThreadShare()), BetterArgMaxFn{});
   if (threadIdx.x == 0) index[row] = static_cast<int32_t>(best.index);
 }
 

@@ -14,7 +14,7 @@ namespace {
 
 using cuda::StreamOf;
 
-cuda::MomentumParams ParamsOf(const Node& node) {
+math::MomentumParams ParamsOf(const Node& node) {
   return {.momentum = static_cast<float>(node.attrs.GetFloat("momentum")),
           .weight_decay = static_cast<float>(node.attrs.GetFloat("weight_decay")),
           .unscale = static_cast<float>(1.0 / node.attrs.GetFloat("loss_scale")),
@@ -39,7 +39,7 @@ class MomentumKernel : public Kernel {
   }
 
  private:
-  cuda::MomentumParams params_;
+  math::MomentumParams params_;
 };
 
 class AccumulateKernel : public Kernel {

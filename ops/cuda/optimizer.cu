@@ -1,5 +1,5 @@
 // Optimizer CUDA kernels: grid-stride loops over one tensor; the per-element math is in
-// optimizer_math.h.
+// ops/optimizer_math.h.
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/optimizer_kernels.h"
@@ -8,7 +8,7 @@ namespace lockstep::cuda {
 namespace {
 
 struct MomentumFn {
-  MomentumParams params;
+  math::MomentumParams params;
   DynamicScaleInputs dynamic;
   const float* lr;      // []
   const float* param;   // (n)
@@ -17,12 +17,12 @@ struct MomentumFn {
   float* new_param;     // (n)
   float* new_moment;    // (n)
   __device__ void operator()(int64_t i) const {
-    MomentumParams p = params;
+    math::MomentumParams p = params;
     if (dynamic.finite != nullptr) {
       if (*dynamic.finite == 0.0f) return;  // the step is skipped
-      p.unscale = DynamicUnscale(p.unscale, *dynamic.loss_scale);
+      p.unscale = math::DynamicUnscale(p.unscale, *dynamic.loss_scale);
     }
-    const ParamAndMoment next = MomentumStep(p, *lr, param[i], grad[i], moment[i]);
+    const math::ParamAndMoment next = math::MomentumStep(p, *lr, param[i], grad[i], moment[i]);
     new_param[i] = next.param;
     new_moment[i] = next.moment;
   }
@@ -34,7 +34,7 @@ struct AccumulateFn {
   const float* grad;   // (n)
   float* new_accum;    // (n)
   __device__ void operator()(int64_t i) const {
-    new_accum[i] = AccumulateStep(*beta, accum[i], grad[i]);
+    new_accum[i] = math::AccumulateStep(*beta, accum[i], grad[i]);
   }
 };
 
@@ -53,14 +53,14 @@ struct AllFiniteMarkFn {
 };
 
 struct UpdateLossScaleFn {
-  float* loss_scale;   // []
+  float* loss_scale;    // []
   int32_t* good_steps;  // []
   const float* finite;  // []
   float factor;
   int32_t window;
   __device__ void operator()(int64_t) const {
-    const LossScaleState next =
-        LossScaleStep({*loss_scale, *good_steps}, *finite != 0.0f, factor, window);
+    const math::LossScaleState next =
+        math::LossScaleStep({*loss_scale, *good_steps}, *finite != 0.0f, factor, window);
     *loss_scale = next.scale;
     *good_steps = next.good_steps;
   }
@@ -68,12 +68,12 @@ struct UpdateLossScaleFn {
 
 }  // namespace
 
-cudaError_t LaunchMomentum(const MomentumParams& params, DynamicScaleInputs dynamic,
+cudaError_t LaunchMomentum(const math::MomentumParams& params, DynamicScaleInputs dynamic,
                            const float* lr, const float* param, const float* grad,
                            const float* moment, float* new_param, float* new_moment, int64_t n,
                            cudaStream_t stream) {
-  return ForEachIndex(
-      n, stream, MomentumFn{params, dynamic, lr, param, grad, moment, new_param, new_moment});
+  return ForEachIndex(n, stream,
+                      MomentumFn{params, dynamic, lr, param, grad, moment, new_param, new_moment});
 }
 
 cudaError_t LaunchAllFiniteStart(float* finite, cudaStream_t stream) {
@@ -86,8 +86,7 @@ cudaError_t LaunchAllFiniteMark(const float* x, int64_t n, float* finite, cudaSt
 
 cudaError_t LaunchUpdateLossScale(float* loss_scale, int32_t* good_steps, const float* finite,
                                   float factor, int32_t window, cudaStream_t stream) {
-  return ForEachIndex(1, stream,
-                      UpdateLossScaleFn{loss_scale, good_steps, finite, factor, window});
+  return ForEachIndex(1, stream, UpdateLossScaleFn{loss_scale, good_steps, finite, factor, window});
 }
 
 cudaError_t LaunchAccumulate(const float* beta, const float* accum, const float* grad,

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "ops/cuda/optimizer_math.h"
+#include "ops/optimizer_math.h"
 
 namespace lockstep::cuda {
 
@@ -20,7 +20,7 @@ struct DynamicScaleInputs {
 };
 
 // One parameter tensor's Momentum update; new_param and new_moment may be param and moment.
-cudaError_t LaunchMomentum(const MomentumParams& params, DynamicScaleInputs dynamic,
+cudaError_t LaunchMomentum(const math::MomentumParams& params, DynamicScaleInputs dynamic,
                            const float* lr,      // []
                            const float* param,   // (n)
                            const float* grad,    // (n)

@@ -10,8 +10,8 @@
 namespace lockstep {
 namespace {
 
-using cuda::PoolGeometry;
 using cuda::StreamOf;
+using math::PoolGeometry;
 
 // x (N, C, H, W) and y (N, C, OH, OW) of a windowed pooling node and its attributes.
 PoolGeometry GeometryOf(const Node& node, const Shape& x, const Shape& y) {

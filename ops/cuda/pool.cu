@@ -4,6 +4,9 @@
 #include "ops/cuda/pool_kernels.h"
 
 namespace lockstep::cuda {
+
+using math::PoolGeometry;
+
 namespace {
 
 // Output element i as (plane, oh, ow), plane = n * C + c.
@@ -46,8 +49,8 @@ struct InputIndex {
   int64_t plane, ih, iw, oh0, oh1, ow0, ow1;
   __device__ InputIndex(int64_t i, const PoolGeometry& g)
       : plane(i / (g.h * g.w)), ih(i / g.w % g.h), iw(i % g.w) {
-    CoveringOutputs(ih, g.kh, g.sh, g.ph, g.oh, &oh0, &oh1);
-    CoveringOutputs(iw, g.kw, g.sw, g.pw, g.ow, &ow0, &ow1);
+    math::CoveringOutputs(ih, g.kh, g.sh, g.ph, g.oh, &oh0, &oh1);
+    math::CoveringOutputs(iw, g.kw, g.sw, g.pw, g.ow, &ow0, &ow1);
   }
 };
 
@@ -87,7 +90,7 @@ struct AvgPoolForward {
         if (iw >= 0 && iw < g.w) sum += plane[ih * g.w + iw];
       }
     }
-    y[i] = sum / static_cast<float>(AvgDivisor(g, o.oh, o.ow));
+    y[i] = sum / static_cast<float>(math::AvgDivisor(g, o.oh, o.ow));
   }
 };
 
@@ -100,7 +103,8 @@ struct AvgPoolBackward {
     float sum = 0.0f;
     for (int64_t oh = in.oh0; oh <= in.oh1; ++oh) {
       for (int64_t ow = in.ow0; ow <= in.ow1; ++ow) {
-        sum += dy[(in.plane * g.oh + oh) * g.ow + ow] / static_cast<float>(AvgDivisor(g, oh, ow));
+        sum += dy[(in.plane * g.oh + oh) * g.ow + ow] /
+               static_cast<float>(math::AvgDivisor(g, oh, ow));
       }
     }
     dx[i] = sum;

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "ops/cuda/batch_norm_math.h"
 #include "tests/testing/backend_compare.h"
 
 namespace lockstep {
@@ -78,29 +77,6 @@ TEST(BatchNormCudaTest, FusedReluPair) {
     forward.insert(forward.end(), grads.begin(), grads.end());
     return forward;
   });
-}
-
-// The conversions between cuDNN's saved inverse standard deviation and the ops' variance, and
-// the fused ReLU's mask, on the host (no GPU needed).
-TEST(BatchNormMathTest, VarianceRoundTripsThroughInvStd) {
-  for (float var : {1e-3f, 0.5f, 1.0f, 7.25f, 300.0f}) {
-    for (float epsilon : {1e-5f, 1e-3f}) {
-      const float inv_std = cuda::InvStdFromVariance(var, epsilon);
-      EXPECT_NEAR(inv_std, 1.0 / std::sqrt(static_cast<double>(var) + epsilon), 1e-6 * inv_std);
-      EXPECT_NEAR(cuda::VarianceFromInvStd(inv_std, epsilon), var, 1e-5 * (var + 1.0f));
-    }
-  }
-}
-
-TEST(BatchNormMathTest, ReluMaskKeepsPositivesAndNaN) {
-  EXPECT_EQ(cuda::ReluMask(2.5f), 1);
-  EXPECT_EQ(cuda::ReluMask(0.0f), 0);
-  EXPECT_EQ(cuda::ReluMask(-0.0f), 0);
-  EXPECT_EQ(cuda::ReluMask(-1.0f), 0);
-  EXPECT_EQ(cuda::ReluMask(std::nanf("")), 1);  // as oneDNN: only values <= 0 are cut
-  EXPECT_EQ(cuda::Masked(3.0f, 1), 3.0f);
-  EXPECT_EQ(cuda::Masked(3.0f, 0), 0.0f);
-  EXPECT_TRUE(std::isnan(cuda::Masked(std::nanf(""), cuda::ReluMask(std::nanf("")))));
 }
 
 }  // namespace

@@ -1,13 +1,11 @@
-// The loss and metric CUDA kernels against their CPU twins (skipped without a GPU), and the
-// per-row math of ops/cuda/loss_math.h on the host against the CPU kernels (runs everywhere).
+// The loss and metric CUDA kernels against their CPU twins (skipped without a GPU).
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "core/rng.h"
-#include "ops/cuda/loss_math.h"
+#include "tests/ops/loss_cases.h"
 #include "tests/testing/backend_compare.h"
 
 namespace lockstep {
@@ -15,27 +13,8 @@ namespace {
 
 using testing::ExpectCudaOpMatchesCpu;
 using testing::GradCheckInput;
-
-// logits (rows, classes) with explicit draws and in-range i32 labels (rows).
-std::vector<GradCheckInput> LossInputs(int64_t rows, int64_t classes, float stddev = 2.0f) {
-  std::vector<float> logits(rows * classes), labels(rows);
-  Philox(11, 0).Normal(logits.data(), logits.size(), 0.0f, stddev);
-  for (int64_t i = 0; i < rows; ++i) labels[i] = static_cast<float>((i * 7 + 3) % classes);
-  return {{.name = "logits", .shape = {rows, classes}, .values = std::move(logits)},
-          {.name = "labels",
-           .shape = {rows},
-           .dtype = DType::kI32,
-           .differentiable = false,
-           .values = std::move(labels)}};
-}
-
-// SoftmaxCrossEntropyGrad's inputs: probabilities (any values do), labels and dloss.
-std::vector<GradCheckInput> GradInputs(int64_t rows, int64_t classes) {
-  std::vector<GradCheckInput> in = LossInputs(rows, classes);
-  in[0].name = "probs";
-  in.push_back({.name = "dloss", .shape = {}, .values = {0.75f}});
-  return in;
-}
+using testing::LossGradInputs;
+using testing::LossInputs;
 
 TEST(LossCudaTest, SoftmaxCrossEntropy) {
   LS_SKIP_WITHOUT_GPU();
@@ -48,8 +27,8 @@ TEST(LossCudaTest, SoftmaxCrossEntropy) {
 
 TEST(LossCudaTest, SoftmaxCrossEntropyGrad) {
   LS_SKIP_WITHOUT_GPU();
-  ExpectCudaOpMatchesCpu("SoftmaxCrossEntropyGrad", GradInputs(4, 5));
-  ExpectCudaOpMatchesCpu("SoftmaxCrossEntropyGrad", GradInputs(64, 1000));
+  ExpectCudaOpMatchesCpu("SoftmaxCrossEntropyGrad", LossGradInputs(4, 5));
+  ExpectCudaOpMatchesCpu("SoftmaxCrossEntropyGrad", LossGradInputs(64, 1000));
 }
 
 TEST(LossCudaTest, ArgMaxAndAccuracyCount) {
@@ -61,92 +40,6 @@ TEST(LossCudaTest, ArgMaxAndAccuracyCount) {
   for (float& v : ties[0].values) v = std::round(v);
   ExpectCudaOpMatchesCpu("ArgMax", {ties[0]}, {{"axis", int64_t{1}}});
   ExpectCudaOpMatchesCpu("AccuracyCount", ties);
-}
-
-// The host math over rows split into `stride` shares as a block splits them (stride 1: the
-// whole row), combined as BlockReduce does: probs and the mean loss.
-struct HostSoftmax {
-  std::vector<float> probs;
-  float loss = 0.0f;
-};
-
-HostSoftmax SoftmaxByShares(const std::vector<GradCheckInput>& in, int64_t stride) {
-  const int64_t rows = in[0].shape[0], classes = in[0].shape[1];
-  HostSoftmax out{.probs = std::vector<float>(rows * classes)};
-  double total = 0.0;
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* x = &in[0].values[i * classes];
-    float* p = &out.probs[i * classes];
-    float max = -INFINITY;
-    for (int64_t t = 0; t < stride; ++t)
-      max = cuda::MaxOf(max, cuda::ShareMax(x, classes, {t, stride}));
-    double sum = 0.0;
-    for (int64_t t = 0; t < stride; ++t) sum += cuda::ShareExpSum(x, classes, max, {t, stride}, p);
-    for (int64_t t = 0; t < stride; ++t) cuda::ShareNormalize(p, classes, sum, {t, stride});
-    total += cuda::RowCrossEntropy(x, classes, static_cast<int32_t>(in[1].values[i]), max, sum);
-  }
-  out.loss = cuda::MeanLoss(total, rows);
-  return out;
-}
-
-TEST(LossMathTest, SoftmaxCrossEntropyMatchesCpuKernel) {
-  const std::vector<GradCheckInput> in = LossInputs(6, 37);
-  const auto cpu = testing::RunForward(in, [](Builder& b, const std::vector<Value*>& values) {
-    return b.Op("SoftmaxCrossEntropy", values);
-  });
-  ASSERT_EQ(cpu.size(), 2u);
-  // One share per row repeats the CPU kernel's operations; more shares only reorder the sum.
-  for (int64_t stride : {1, 3, 256}) {
-    SCOPED_TRACE(stride);
-    const HostSoftmax host = SoftmaxByShares(in, stride);
-    EXPECT_NEAR(host.loss, cpu[0][0], 1e-6);
-    ASSERT_EQ(host.probs.size(), cpu[1].size());
-    for (size_t j = 0; j < host.probs.size(); ++j) EXPECT_NEAR(host.probs[j], cpu[1][j], 1e-7) << j;
-  }
-}
-
-TEST(LossMathTest, BadLabelGivesNaN) {
-  std::vector<GradCheckInput> in = LossInputs(2, 5);
-  in[1].values[1] = 5.0f;
-  EXPECT_TRUE(std::isnan(SoftmaxByShares(in, 1).loss));
-  EXPECT_TRUE(std::isnan(cuda::CrossEntropyGrad(0.5f, 0, -1, 5, 1.0f)));
-}
-
-TEST(LossMathTest, SoftmaxCrossEntropyGradMatchesCpuKernel) {
-  const std::vector<GradCheckInput> in = GradInputs(5, 13);
-  const auto cpu = testing::RunForward(in, [](Builder& b, const std::vector<Value*>& values) {
-    return b.Op("SoftmaxCrossEntropyGrad", values);
-  });
-  ASSERT_EQ(cpu.size(), 1u);
-  const int64_t rows = 5, classes = 13;
-  const float scale = cuda::CrossEntropyGradScale(in[2].values[0], rows);
-  for (int64_t i = 0; i < rows * classes; ++i) {
-    const auto label = static_cast<int32_t>(in[1].values[i / classes]);
-    EXPECT_FLOAT_EQ(cuda::CrossEntropyGrad(in[0].values[i], i % classes, label, classes, scale),
-                    cpu[0][i])
-        << i;
-  }
-}
-
-TEST(LossMathTest, ArgMaxMatchesCpuKernelWithTies) {
-  std::vector<GradCheckInput> in = LossInputs(8, 41);
-  for (float& v : in[0].values) v = std::round(v);  // many ties
-  const auto cpu = testing::RunForward({in[0]}, [](Builder& b, const std::vector<Value*>& x) {
-    return b.Op("ArgMax", x, {{"axis", int64_t{1}}});
-  });
-  ASSERT_EQ(cpu.size(), 1u);
-  for (int64_t i = 0; i < 8; ++i) {
-    const float* x = &in[0].values[i * 41];
-    for (int64_t stride : {1, 4, 64}) {
-      // Combined from the last share to the first, as a tree may.
-      cuda::ArgMaxCandidate best{-INFINITY, -1};
-      for (int64_t t = stride - 1; t >= 0; --t) {
-        best = cuda::BetterArgMax(best, cuda::ShareArgMax(x, 41, {t, stride}));
-      }
-      EXPECT_EQ(best.index, static_cast<int64_t>(cpu[0][i]))
-          << "row " << i << ", stride " << stride;
-    }
-  }
 }
 
 }  // namespace

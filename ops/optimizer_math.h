@@ -1,14 +1,14 @@
 #pragma once
 
-// Per-element math of the optimizer CUDA kernels, in the CPU kernels' order of operations
-// (tests/ops/cuda/optimizer_cuda_test.cc runs it on the host against them).
+// Per-element math of the optimizer kernels (ops/cpu/optimizer.cc, ops/cuda/optimizer.cu), so
+// both backends update parameters, moments and the loss scale alike.
 
 #include <cfloat>
 #include <cstdint>
 
-#include "ops/cuda/host_device.h"
+#include "ops/host_device.h"
 
-namespace lockstep::cuda {
+namespace lockstep::math {
 
 // A Momentum node's attributes, as floats.
 struct MomentumParams {
@@ -45,8 +45,8 @@ struct LossScaleState {
 
 // UpdateLossScale: on overflow the scale is divided by factor (not below 1) and the good steps
 // restart; after `window` good steps the scale is multiplied by factor (while that is finite).
-LS_HOST_DEVICE inline LossScaleState LossScaleStep(LossScaleState state, bool finite,
-                                                   float factor, int32_t window) {
+LS_HOST_DEVICE inline LossScaleState LossScaleStep(LossScaleState state, bool finite, float factor,
+                                                   int32_t window) {
   if (!finite) return {state.scale / factor > 1.0f ? state.scale / factor : 1.0f, 0};
   if (state.good_steps + 1 < window) return {state.scale, state.good_steps + 1};
   return {state.scale * factor <= FLT_MAX ? state.scale * factor : state.scale, 0};
@@ -57,4 +57,4 @@ LS_HOST_DEVICE inline float AccumulateStep(float beta, float accum, float grad) 
   return beta * accum + grad;
 }
 
-}  // namespace lockstep::cuda
+}  // namespace lockstep::math

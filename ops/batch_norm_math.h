@@ -1,16 +1,15 @@
 #pragma once
 
-// Per-channel and per-element math of the own kernels around cuDNN's batch normalization
-// (batch_norm.cu), on the host too so tests/ops/cuda/batch_norm_cuda_test.cc checks it without
-// a GPU.
+// Per-channel and per-element math of the CUDA kernels around cuDNN's batch normalization
+// (ops/cuda/batch_norm.cu); the CPU runs oneDNN's, whose conventions these follow.
 
 #include <math.h>
 
 #include <cstdint>
 
-#include "ops/cuda/host_device.h"
+#include "ops/host_device.h"
 
-namespace lockstep::cuda {
+namespace lockstep::math {
 
 // cuDNN saves 1 / sqrt(var + epsilon) where the ops keep the biased variance itself.
 LS_HOST_DEVICE inline float VarianceFromInvStd(float inv_std, float epsilon) {
@@ -27,4 +26,4 @@ LS_HOST_DEVICE inline uint8_t ReluMask(float y) { return y <= 0.0f ? 0 : 1; }
 
 LS_HOST_DEVICE inline float Masked(float value, uint8_t mask) { return mask ? value : 0.0f; }
 
-}  // namespace lockstep::cuda
+}  // namespace lockstep::math

@@ -1,16 +1,16 @@
 #pragma once
 
-// Per-row math of the softmax cross-entropy, its gradient and ArgMax. A CUDA block splits a row
-// between its threads: each takes a share (elements first, first + stride, ...), and the
-// shares' maxima and sums are combined. The CPU tests run the same functions with one share of
-// the whole row (first 0, stride 1) against the CPU kernels.
+// Per-row math of the softmax cross-entropy, its gradient and ArgMax (ops/cpu/loss.cc,
+// ops/cuda/loss.cu). A CUDA block splits a row between its threads: each takes a share
+// (elements first, first + stride, ...), and the shares' maxima and sums are combined. The CPU
+// kernels take one share of the whole row (first 0, stride 1).
 
 #include <cmath>
 #include <cstdint>
 
-#include "ops/cuda/host_device.h"
+#include "ops/host_device.h"
 
-namespace lockstep::cuda {
+namespace lockstep::math {
 
 // Elements first, first + stride, ... of a row: one thread's part of it.
 struct RowShare {
@@ -69,13 +69,13 @@ LS_HOST_DEVICE inline float CrossEntropyGradScale(float dloss, int64_t rows) {
   return dloss / static_cast<float>(rows);
 }
 
-// dlogits[i, j] = (probs[i, j] - onehot(label)[j]) * scale, rounded as the CPU kernel (which
-// subtracts scale from the scaled probability at the label); NaN for a bad label.
+// dlogits[i, j] = (probs[i, j] - onehot(label)[j]) * scale, rounded as prob * scale - scale at
+// the label; NaN for a bad label. Subtracting +0 elsewhere changes no bits and, unlike a select
+// of the difference, lets the CPU loop vectorize.
 LS_HOST_DEVICE inline float CrossEntropyGrad(float prob, int64_t j, int32_t label, int64_t classes,
                                              float scale) {
   if (!LabelInRange(label, classes)) return NAN;
-  const float g = prob * scale;
-  return j == label ? g - scale : g;
+  return prob * scale - (j == label ? scale : 0.0f);
 }
 
 // A share's maximum and its first index; index -1 for an empty share.
@@ -102,4 +102,4 @@ LS_HOST_DEVICE inline ArgMaxCandidate BetterArgMax(ArgMaxCandidate a, ArgMaxCand
   return a;
 }
 
-}  // namespace lockstep::cuda
+}  // namespace lockstep::math

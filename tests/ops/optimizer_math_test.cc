@@ -1,0 +1,79 @@
+// The update math of ops/optimizer_math.h, which the CPU and CUDA optimizer kernels share, on the
+// host against the CPU kernels.
+
+#include "ops/optimizer_math.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/ops/optimizer_cases.h"
+
+namespace lockstep {
+namespace {
+
+using testing::GradCheckInput;
+
+math::MomentumParams ParamsOf(const Attrs& attrs) {
+  const auto get = [&](const char* name, double fallback) {
+    return attrs.Has(name) ? attrs.GetFloat(name) : fallback;
+  };
+  return {.momentum = static_cast<float>(get("momentum", 0.9)),
+          .weight_decay = static_cast<float>(get("weight_decay", 0.0)),
+          .unscale = static_cast<float>(1.0 / get("loss_scale", 1.0)),
+          .nesterov = attrs.Has("nesterov") && attrs.GetBool("nesterov")};
+}
+
+TEST(OptimizerMathTest, MomentumStepMatchesCpuKernel) {
+  const std::vector<GradCheckInput> in = testing::MomentumInputs();
+  for (const Attrs& attrs : testing::MomentumConfigs()) {
+    SCOPED_TRACE(attrs.ToString());
+    const auto cpu = testing::RunForward(in, [&](Builder& b, const std::vector<Value*>& values) {
+      return b.Op("Momentum", values, attrs);
+    });
+    ASSERT_EQ(cpu.size(), 2u);
+    const math::MomentumParams params = ParamsOf(attrs);
+    for (size_t i = 0; i < in[0].values.size(); ++i) {
+      const math::ParamAndMoment next = math::MomentumStep(params, in[3].values[0], in[0].values[i],
+                                                           in[1].values[i], in[2].values[i]);
+      EXPECT_FLOAT_EQ(next.param, cpu[0][i]) << i;
+      EXPECT_FLOAT_EQ(next.moment, cpu[1][i]) << i;
+    }
+  }
+}
+
+TEST(OptimizerMathTest, LossScaleStepMatchesCpuKernel) {
+  for (const std::vector<GradCheckInput>& in : testing::LossScaleCases()) {
+    const auto cpu = testing::RunForward(in, [](Builder& b, const std::vector<Value*>& values) {
+      return b.Op("UpdateLossScale", values, testing::LossScaleAttrs());
+    });
+    ASSERT_EQ(cpu.size(), 2u);
+    const math::LossScaleState next = math::LossScaleStep(
+        {in[0].values[0], static_cast<int32_t>(in[1].values[0])}, in[2].values[0] != 0.0f, 2.0f, 5);
+    EXPECT_EQ(next.scale, cpu[0][0]);
+    EXPECT_EQ(static_cast<float>(next.good_steps), cpu[1][0]);
+  }
+}
+
+TEST(OptimizerMathTest, DynamicUnscaleIsExactForPowersOfTwo) {
+  const float unscale = 1.0f / 3.0f;
+  for (float scale : {1.0f, 1024.0f, 16777216.0f}) {
+    EXPECT_EQ(math::DynamicUnscale(unscale, scale) * scale, unscale) << scale;
+  }
+}
+
+TEST(OptimizerMathTest, AccumulateStepMatchesCpuKernel) {
+  for (float beta : {0.0f, 1.0f}) {
+    const std::vector<GradCheckInput> in = testing::AccumulateInputs(beta);
+    const auto cpu = testing::RunForward(in, [](Builder& b, const std::vector<Value*>& values) {
+      return b.Op("Accumulate", values);
+    });
+    ASSERT_EQ(cpu.size(), 1u);
+    for (size_t i = 0; i < in[0].values.size(); ++i) {
+      EXPECT_EQ(math::AccumulateStep(beta, in[0].values[i], in[1].values[i]), cpu[0][i]) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lockstep

@@ -1,0 +1,50 @@
+// The window arithmetic of ops/pool_math.h, which the CUDA pooling kernels share, against brute
+// force.
+
+#include "ops/pool_math.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace lockstep {
+namespace {
+
+// The outputs whose windows cover each input index, and AvgPool's divisors, by brute force.
+TEST(PoolWindowMathTest, CoveringOutputsAndDivisors) {
+  for (int kernel : {1, 2, 3}) {
+    for (int stride : {1, 2, 3}) {
+      for (int pad = 0; 2 * pad <= kernel; ++pad) {
+        const int64_t size = 9, outputs = (size + 2 * pad - kernel) / stride + 1;
+        for (int64_t i = 0; i < size; ++i) {
+          int64_t first = 0, last = 0;
+          math::CoveringOutputs(i, kernel, stride, pad, outputs, &first, &last);
+          for (int64_t o = 0; o < outputs; ++o) {
+            const bool covers = o * stride - pad <= i && i < o * stride - pad + kernel;
+            EXPECT_EQ(covers, o >= first && o <= last)
+                << "k" << kernel << " s" << stride << " p" << pad << " i" << i << " o" << o;
+          }
+        }
+      }
+    }
+  }
+  math::PoolGeometry g{.h = 5,
+                       .w = 5,
+                       .oh = 3,
+                       .ow = 3,
+                       .kh = 3,
+                       .kw = 3,
+                       .sh = 2,
+                       .sw = 2,
+                       .ph = 1,
+                       .pw = 1,
+                       .count_include_pad = false};
+  EXPECT_EQ(math::AvgDivisor(g, 0, 0), 4);  // a corner: 2 x 2 inside
+  EXPECT_EQ(math::AvgDivisor(g, 1, 1), 9);
+  EXPECT_EQ(math::AvgDivisor(g, 2, 1), 6);  // bottom edge: 2 x 3 inside
+  g.count_include_pad = true;
+  EXPECT_EQ(math::AvgDivisor(g, 0, 0), 9);
+}
+
+}  // namespace
+}  // namespace lockstep
