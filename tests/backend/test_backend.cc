@@ -1,11 +1,11 @@
 #include "tests/backend/test_backend.h"
 
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/host_backend.h"
 
 namespace lockstep::test_backend {
 namespace {
@@ -28,22 +28,9 @@ const Registered& Layouts() {
 // Registered when the program loads, so that the name parses before any kernel asked for it.
 [[maybe_unused]] const Registered& kLoaded = Layouts();
 
-double HostSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-class HostClockTimer : public DeviceTimer {
- public:
-  void Start() override { start_ = HostSeconds(); }
-  void Stop() override { stop_ = HostSeconds(); }
-  absl::StatusOr<double> Seconds() const override { return stop_ - start_; }
-
- private:
-  double start_ = 0.0, stop_ = 0.0;
-};
-
-// Host memory posing as a device: kernels run on the calling thread, copies are memcpy.
-class TestBackend : public Backend {
+// Host memory posing as a device, from an allocator of its own; kernels run on the calling
+// thread, and copies, fills and timers are the host's.
+class TestBackend : public HostBackend {
  public:
   std::string name() const override { return "test"; }
   size_t alignment() const override { return kTestAlignment; }
@@ -63,19 +50,6 @@ class TestBackend : public Backend {
   void Free(void* ptr, int) override {
     std::free(ptr);
     --live;
-  }
-  absl::StatusOr<void*> ComputeStream(int) override { return nullptr; }
-  absl::Status Synchronize(int) override { return absl::OkStatus(); }
-  absl::Status Copy(void* dst, Device, const void* src, Device, size_t bytes) override {
-    if (bytes > 0) std::memcpy(dst, src, bytes);
-    return absl::OkStatus();
-  }
-  absl::Status Zero(void* dst, int, size_t bytes) override {
-    if (bytes > 0) std::memset(dst, 0, bytes);
-    return absl::OkStatus();
-  }
-  std::unique_ptr<DeviceTimer> CreateTimer(int) override {
-    return std::make_unique<HostClockTimer>();
   }
 
   std::vector<Layout> Layouts() const override { return {BlockedLayout()}; }

@@ -1,11 +1,12 @@
 #pragma once
 
 // A device of the tests' own, built only from the seams a backend plugs into (core/backend.h,
-// core/layout.h, graph/kernel.h): host memory from an allocator that counts what it hands out,
-// 128-byte aligned (neither the CPU's 64 nor CUDA's 256, so that a plan for another device
-// shows); no stream; one blocked layout of its own, "test_nc4hw"; and plain loops for the ops a
-// LeNet training graph needs (test_kernels.cc, test_conv_kernels.cc). Proves that a new backend
-// is a folder and registrations, with no edit to core/, graph/, ops/ or parallel/.
+// core/layout.h, graph/kernel.h): host memory from an allocator of its own that counts what it
+// hands out, 128-byte aligned (neither the CPU's 64 nor CUDA's 256, so that a plan made for
+// another device shows); the host's copies, fills and timer, and no stream; one blocked layout
+// of its own, "test_nc4hw"; and plain loops for the ops of a LeNet training graph
+// (test_kernels.cc, test_conv_kernels.cc). Shows that a new backend is a folder and
+// registrations, with no edit to core/, graph/, ops/ or parallel/.
 
 #include <cstddef>
 #include <cstdint>
