@@ -1,0 +1,145 @@
+#include "tests/backend/test_backend.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/host_backend.h"
+
+namespace lockstep::test_backend {
+namespace {
+
+std::atomic<int64_t> allocations{0};
+std::atomic<int64_t> live{0};
+
+struct Registered {
+  Layout blocked = RegisterLayout({"test_nc4hw", [](const Shape& shape, DType dtype) {
+                                     return dtype == DType::kF32 && shape.size() == 4 &&
+                                            shape[1] % kChannelBlock == 0;
+                                   }});
+};
+
+const Registered& Layouts() {
+  static const auto* layouts = new Registered();
+  return *layouts;
+}
+
+// Registered when the program loads, so that the name parses before any kernel asked for it.
+[[maybe_unused]] const Registered& kLoaded = Layouts();
+
+// Host memory posing as a device, from an allocator of its own; kernels run on the calling
+// thread, and copies, fills and timers are the host's.
+class TestBackend : public HostBackend {
+ public:
+  std::string name() const override { return "test"; }
+  size_t alignment() const override { return kTestAlignment; }
+
+  absl::StatusOr<void*> Allocate(size_t bytes, int index) override {
+    // aligned_alloc wants a multiple of the alignment, and at least one block.
+    const size_t rounded = (bytes / kTestAlignment + 1) * kTestAlignment;
+    void* data = std::aligned_alloc(kTestAlignment, rounded);
+    if (data == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("test device ", index, ": out of memory allocating ", bytes, " bytes"));
+    }
+    ++allocations;
+    ++live;
+    return data;
+  }
+  void Free(void* ptr, int) override {
+    std::free(ptr);
+    --live;
+  }
+
+  std::vector<Layout> Layouts() const override { return {BlockedLayout()}; }
+  absl::Status Reorder(const Tensor& from, Layout from_layout, const Tensor& to,
+                       Layout to_layout) override {
+    return test_backend::Reorder(from, from_layout, to, to_layout);
+  }
+  std::string reorder_op() const override { return "Reorder"; }
+};
+
+REGISTER_BACKEND(kTestDeviceType, TestBackend);
+
+class ReorderKernel : public Kernel {
+ public:
+  explicit ReorderKernel(const Node& node)
+      : from_(node.inputs[0]->layout), to_(node.output()->layout) {}
+  absl::Status Run(const KernelIO& io) override {
+    // (N, C, H, W) in one layout into the other
+    return Reorder(io.inputs[0], from_, io.outputs[0], to_);
+  }
+
+ private:
+  Layout from_, to_;
+};
+
+// The producer's layout in, the attribute's layout out.
+LayoutChoice ReorderLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
+                            const SharedLayouts&) {
+  Layout target = Layout::kPlain;
+  LS_CHECK(ParseLayout(node.attrs.GetString("layout"), &target)) << node.Describe();
+  return {producer_layouts, {target}};
+}
+
+REGISTER_KERNEL({.op = "Reorder",
+                 .device = kTestDeviceType,
+                 .create = MakeFactory<ReorderKernel>(),
+                 .layouts = ReorderLayouts});
+
+}  // namespace
+
+Layout BlockedLayout() { return Layouts().blocked; }
+
+MemoryCounts Memory() { return {allocations.load(), live.load()}; }
+
+ActivationIndex::ActivationIndex(const Shape& shape, Layout layout)
+    : blocked_(layout == BlockedLayout()), c_(shape[1]), h_(shape[2]), w_(shape[3]) {}
+
+absl::Status Reorder(const Tensor& from, Layout from_layout, const Tensor& to, Layout to_layout) {
+  const Shape& shape = from.shape();
+  for (Layout layout : {from_layout, to_layout}) {
+    if (layout != Layout::kPlain && layout != BlockedLayout()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the test backend has no layout ", LayoutName(layout)));
+    }
+    if (!LayoutEligible(layout, shape, from.dtype())) {
+      return absl::InvalidArgumentError(absl::StrCat(DTypeName(from.dtype()), ShapeToString(shape),
+                                                     " cannot use layout ", LayoutName(layout)));
+    }
+  }
+  if (to.shape() != shape || to.dtype() != from.dtype()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reorder of ", ShapeToString(shape), " into ", ShapeToString(to.shape())));
+  }
+  if (from_layout == to_layout) {
+    std::memcpy(to.raw_data(), from.raw_data(), to.nbytes());
+    return absl::OkStatus();
+  }
+  const ActivationIndex src(shape, from_layout), dst(shape, to_layout);
+  const float* x = from.data<float>();  // (N, C, H, W) in from_layout
+  float* y = to.data<float>();          // (N, C, H, W) in to_layout
+  for (int64_t n = 0; n < shape[0]; ++n) {
+    for (int64_t c = 0; c < shape[1]; ++c) {
+      for (int64_t h = 0; h < shape[2]; ++h) {
+        for (int64_t w = 0; w < shape[3]; ++w) y[dst(n, c, h, w)] = x[src(n, c, h, w)];
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+LayoutChoice BlockedWhereEligible(const Node& node, const std::vector<Layout>&,
+                                  const SharedLayouts&) {
+  auto pick = [](const Value& value) {
+    return LayoutEligible(BlockedLayout(), value.shape(), value.dtype()) ? BlockedLayout()
+                                                                         : Layout::kPlain;
+  };
+  LayoutChoice choice;
+  for (const Value* input : node.inputs) choice.inputs.push_back(pick(*input));
+  for (const auto& output : node.outputs) choice.outputs.push_back(pick(*output));
+  return choice;
+}
+
+}  // namespace lockstep::test_backend

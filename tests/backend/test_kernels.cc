@@ -1,0 +1,266 @@
+// The test device's other kernels (element-wise, dense, loss, fill, shape, optimizer): plain loops
+// that sum in double. ReLU and its gradient run in test_nc4hw where a value may use it.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ops/kernel_shapes.h"
+#include "tests/backend/test_backend.h"
+
+namespace lockstep::test_backend {
+namespace {
+
+class ReluKernel : public Kernel {
+ public:
+  explicit ReluKernel(const Node&) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* x = io.inputs[0].data<float>();  // any shape and layout
+    float* y = io.outputs[0].data<float>();       // x's shape and layout
+    for (int64_t i = 0; i < io.outputs[0].numel(); ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    return absl::OkStatus();
+  }
+};
+
+class ReluGradKernel : public Kernel {
+ public:
+  explicit ReluGradKernel(const Node&) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* x = io.inputs[0].data<float>();   // any shape and layout
+    const float* dy = io.inputs[1].data<float>();  // x's shape and layout
+    float* dx = io.outputs[0].data<float>();       // x's shape and layout
+    for (int64_t i = 0; i < io.outputs[0].numel(); ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+    return absl::OkStatus();
+  }
+};
+
+REGISTER_KERNEL({.op = "Relu",
+                 .device = kTestDeviceType,
+                 .create = MakeFactory<ReluKernel>(),
+                 .layouts = BlockedWhereEligible});
+REGISTER_KERNEL({.op = "ReluGrad",
+                 .device = kTestDeviceType,
+                 .create = MakeFactory<ReluGradKernel>(),
+                 .layouts = BlockedWhereEligible});
+
+class BiasAddKernel : public Kernel {
+ public:
+  explicit BiasAddKernel(const Node& node) : geometry_(node.inputs[0]->shape()) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* x = io.inputs[0].data<float>();     // (N, C, inner...)
+    const float* bias = io.inputs[1].data<float>();  // (C)
+    float* y = io.outputs[0].data<float>();          // (N, C, inner...)
+    const auto [outer, channels, inner] = geometry_;
+    for (int64_t i = 0; i < outer * channels * inner; ++i) y[i] = x[i] + bias[i / inner % channels];
+    return absl::OkStatus();
+  }
+
+ private:
+  ChannelGeometry geometry_;
+};
+
+class BiasAddGradKernel : public Kernel {
+ public:
+  explicit BiasAddGradKernel(const Node& node) : geometry_(node.inputs[0]->shape()) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* dy = io.inputs[0].data<float>();  // (N, C, inner...)
+    float* dbias = io.outputs[0].data<float>();    // (C)
+    const auto [outer, channels, inner] = geometry_;
+    std::vector<double> sum(channels, 0.0);
+    for (int64_t i = 0; i < outer * channels * inner; ++i) sum[i / inner % channels] += dy[i];
+    for (int64_t c = 0; c < channels; ++c) dbias[c] = static_cast<float>(sum[c]);
+    return absl::OkStatus();
+  }
+
+ private:
+  ChannelGeometry geometry_;
+};
+
+REGISTER_KERNEL({.op = "BiasAdd",
+                 .device = kTestDeviceType,
+                 .create = MakeFactory<BiasAddKernel>()});
+REGISTER_KERNEL({.op = "BiasAddGrad",
+                 .device = kTestDeviceType,
+                 .create = MakeFactory<BiasAddGradKernel>()});
+
+// y (M, N) = op(a) op(b), op() transposing where the attributes say.
+class MatMulKernel : public Kernel {
+ public:
+  explicit MatMulKernel(const Node& node)
+      : a_shape_(node.inputs[0]->shape()),
+        b_shape_(node.inputs[1]->shape()),
+        transpose_a_(node.attrs.GetBool("transpose_a")),
+        transpose_b_(node.attrs.GetBool("transpose_b")) {}
+
+  absl::Status Run(const KernelIO& io) override {
+    const float* a = io.inputs[0].data<float>();  // (M, K), or (K, M) transposed
+    const float* b = io.inputs[1].data<float>();  // (K, N), or (N, K) transposed
+    float* y = io.outputs[0].data<float>();       // (M, N)
+    const int64_t m = io.outputs[0].dim(0), n = io.outputs[0].dim(1);
+    const int64_t k = a_shape_[transpose_a_ ? 0 : 1];
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0;
+        for (int64_t p = 0; p < k; ++p) {
+          const float av = transpose_a_ ? a[p * a_shape_[1] + i] : a[i * a_shape_[1] + p];
+          const float bv = transpose_b_ ? b[j * b_shape_[1] + p] : b[p * b_shape_[1] + j];
+          sum += static_cast<double>(av) * bv;
+        }
+        y[i * n + j] = static_cast<float>(sum);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Shape a_shape_, b_shape_;
+  bool transpose_a_, transpose_b_;
+};
+
+REGISTER_KERNEL({.op = "MatMul", .device = kTestDeviceType, .create = MakeFactory<MatMulKernel>()});
+
+// The backward's seed: dloss = 1.
+class FillKernel : public Kernel {
+ public:
+  explicit FillKernel(const Node& node)
+      : value_(static_cast<float>(node.attrs.GetFloat("value"))) {}
+  absl::Status Run(const KernelIO& io) override {
+    float* y = io.outputs[0].data<float>();  // the attribute's shape
+    std::fill(y, y + io.outputs[0].numel(), value_);
+    return absl::OkStatus();
+  }
+
+ private:
+  float value_;
+};
+
+REGISTER_KERNEL({.op = "Fill", .device = kTestDeviceType, .create = MakeFactory<FillKernel>()});
+
+// Flatten and Reshape: the same bytes under another shape (plain only).
+class CopyKernel : public Kernel {
+ public:
+  explicit CopyKernel(const Node&) {}
+  absl::Status Run(const KernelIO& io) override {
+    if (io.outputs[0].raw_data() != io.inputs[0].raw_data()) {
+      std::memcpy(io.outputs[0].raw_data(), io.inputs[0].raw_data(), io.outputs[0].nbytes());
+    }
+    return absl::OkStatus();
+  }
+};
+
+REGISTER_KERNEL({.op = "Flatten", .device = kTestDeviceType, .create = MakeFactory<CopyKernel>()});
+REGISTER_KERNEL({.op = "Reshape", .device = kTestDeviceType, .create = MakeFactory<CopyKernel>()});
+
+absl::Status CheckLabels(const int32_t* labels, const Rows& rows) {
+  for (int64_t i = 0; i < rows.n; ++i) {
+    if (labels[i] < 0 || labels[i] >= rows.classes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "test device: sample ", i, " has label ", labels[i], ", not in [0, ", rows.classes, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+class SoftmaxCrossEntropyKernel : public Kernel {
+ public:
+  explicit SoftmaxCrossEntropyKernel(const Node& node) : rows_(node) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* logits = io.inputs[0].data<float>();      // (N, C)
+    const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
+    float* loss = io.outputs[0].data<float>();             // []
+    float* probs = io.outputs[1].data<float>();            // (N, C)
+    LS_RETURN_IF_ERROR(CheckLabels(labels, rows_));
+    const int64_t c = rows_.classes;
+    double total = 0.0;
+    for (int64_t i = 0; i < rows_.n; ++i) {
+      const float* row = logits + i * c;
+      const double max = *std::max_element(row, row + c);
+      double sum = 0.0;
+      for (int64_t j = 0; j < c; ++j) sum += std::exp(row[j] - max);
+      for (int64_t j = 0; j < c; ++j) {
+        probs[i * c + j] = static_cast<float>(std::exp(row[j] - max) / sum);
+      }
+      total += std::log(sum) - (row[labels[i]] - max);
+    }
+    *loss = static_cast<float>(total / static_cast<double>(rows_.n));
+    return absl::OkStatus();
+  }
+
+ private:
+  Rows rows_;
+};
+
+// dlogits = (probs - onehot(labels)) * dloss / N.
+class SoftmaxCrossEntropyGradKernel : public Kernel {
+ public:
+  explicit SoftmaxCrossEntropyGradKernel(const Node& node) : rows_(node) {}
+  absl::Status Run(const KernelIO& io) override {
+    const float* probs = io.inputs[0].data<float>();       // (N, C)
+    const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
+    const float dloss = *io.inputs[2].data<float>();       // []
+    float* dlogits = io.outputs[0].data<float>();          // (N, C)
+    LS_RETURN_IF_ERROR(CheckLabels(labels, rows_));
+    const double scale = static_cast<double>(dloss) / static_cast<double>(rows_.n);
+    for (int64_t i = 0; i < rows_.n; ++i) {
+      for (int64_t j = 0; j < rows_.classes; ++j) {
+        const double target = j == labels[i] ? 1.0 : 0.0;
+        dlogits[i * rows_.classes + j] =
+            static_cast<float>((probs[i * rows_.classes + j] - target) * scale);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Rows rows_;
+};
+
+REGISTER_KERNEL({.op = "SoftmaxCrossEntropy",
+                 .device = kTestDeviceType,
+                 .create = MakeFactory<SoftmaxCrossEntropyKernel>()});
+REGISTER_KERNEL({.op = "SoftmaxCrossEntropyGrad",
+                 .device = kTestDeviceType,
+                 .create = MakeFactory<SoftmaxCrossEntropyGradKernel>()});
+
+// (param, grad, moment, lr []) -> (param', moment') in place, as ops/optimizer.cc defines it.
+class MomentumKernel : public Kernel {
+ public:
+  explicit MomentumKernel(const Node& node)
+      : momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))),
+        weight_decay_(static_cast<float>(node.attrs.GetFloat("weight_decay"))),
+        unscale_(static_cast<float>(1.0 / node.attrs.GetFloat("loss_scale"))),
+        nesterov_(node.attrs.GetBool("nesterov")) {}
+
+  absl::Status Run(const KernelIO& io) override {
+    if (io.inputs.size() != 4) {
+      return absl::UnimplementedError("the test device's Momentum has no dynamic loss scaling");
+    }
+    const float* param = io.inputs[0].data<float>();   // any shape
+    const float* grad = io.inputs[1].data<float>();    // param's shape
+    const float* moment = io.inputs[2].data<float>();  // param's shape
+    const float lr = *io.inputs[3].data<float>();      // []
+    float* new_param = io.outputs[0].data<float>();    // param's memory
+    float* new_moment = io.outputs[1].data<float>();   // moment's memory
+    for (int64_t i = 0; i < io.outputs[0].numel(); ++i) {
+      const float g = grad[i] * unscale_ + weight_decay_ * param[i];
+      const float m = momentum_ * moment[i] + g;
+      new_moment[i] = m;
+      new_param[i] = param[i] - lr * (nesterov_ ? g + momentum_ * m : m);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  float momentum_, weight_decay_;
+  float unscale_;  // 1 / loss_scale
+  bool nesterov_;
+};
+
+REGISTER_KERNEL({.op = "Momentum",
+                 .device = kTestDeviceType,
+                 .create = MakeFactory<MomentumKernel>()});
+
+}  // namespace
+}  // namespace lockstep::test_backend
