@@ -23,6 +23,10 @@ BackendTable& Table() {
   return *table;
 }
 
+std::string UnregisteredName(DeviceType type) {
+  return type == DeviceType::kCUDA ? "cuda" : absl::StrCat("device type ", static_cast<int>(type));
+}
+
 }  // namespace
 
 absl::Status Backend::Reorder(const Tensor& from, Layout from_layout, const Tensor& to,
@@ -59,7 +63,7 @@ absl::StatusOr<Backend*> FindBackend(DeviceType type) {
     return (table.backends[type] = std::make_unique<HostBackend>()).get();
   }
   return absl::FailedPreconditionError(
-      absl::StrCat("this build has no backend for ", DeviceTypeName(type),
+      absl::StrCat("this build has no backend for ", UnregisteredName(type),
                    type == DeviceType::kCUDA ? " (built without CUDA)" : ""));
 }
 
@@ -71,8 +75,10 @@ Backend& BackendOf(Device device) {
 
 std::string DeviceTypeName(DeviceType type) {
   if (type == DeviceType::kCPU) return "cpu";
-  if (type == DeviceType::kCUDA) return "cuda";
-  return absl::StrCat("device type ", static_cast<int>(type));
+  BackendTable& table = Table();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  auto it = table.backends.find(type);
+  return it != table.backends.end() ? it->second->name() : UnregisteredName(type);
 }
 
 }  // namespace lockstep

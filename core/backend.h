@@ -80,7 +80,7 @@ bool RegisterBackend(DeviceType type, std::unique_ptr<Backend> backend);
 absl::StatusOr<Backend*> FindBackend(DeviceType type);
 // FindBackend for devices that must have a backend by the time they are used (a tensor's own).
 Backend& BackendOf(Device device);
-// "cpu", "cuda", or the id of a type without a backend.
+// The name of the type's backend ("cpu", "cuda", a test's), or its id when it has none.
 std::string DeviceTypeName(DeviceType type);
 
 }  // namespace lockstep

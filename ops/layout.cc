@@ -1,6 +1,8 @@
 // Reorder: the same tensor in another memory layout. Inserted by the AssignLayouts pass after
 // autodiff, so it needs no gradient.
 
+#include "ops/layout.h"
+
 #include "core/layout.h"
 #include "graph/op_registry.h"
 
@@ -23,4 +25,12 @@ absl::StatusOr<std::vector<TensorType>> InferReorder(const InferContext& ctx) {
 REGISTER_OP("Reorder").Inputs(1).Attr("layout").Infer(InferReorder);
 
 }  // namespace
+
+LayoutChoice ReorderLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
+                            const SharedLayouts&) {
+  Layout target = Layout::kPlain;
+  LS_CHECK(ParseLayout(node.attrs.GetString("layout"), &target)) << node.Describe();
+  return {producer_layouts, {target}};
+}
+
 }  // namespace lockstep

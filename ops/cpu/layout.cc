@@ -1,5 +1,6 @@
 #include "graph/kernel.h"
 #include "ops/cpu/dnnl_util.h"
+#include "ops/layout.h"
 
 namespace lockstep {
 namespace {
@@ -22,14 +23,6 @@ class ReorderKernel : public Kernel {
  private:
   dnnl_util::DnnlStep step_;
 };
-
-// The producer's layout in, the attribute's layout out.
-LayoutChoice ReorderLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
-                            const SharedLayouts&) {
-  Layout target = Layout::kPlain;
-  LS_CHECK(ParseLayout(node.attrs.GetString("layout"), &target)) << node.Describe();
-  return {producer_layouts, {target}};
-}
 
 REGISTER_KERNEL({.op = "Reorder",
                  .create = dnnl_util::DnnlFactory<ReorderKernel>(),

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/host_backend.h"
+#include "ops/layout.h"
 
 namespace lockstep::test_backend {
 namespace {
@@ -74,14 +75,6 @@ class ReorderKernel : public Kernel {
  private:
   Layout from_, to_;
 };
-
-// The producer's layout in, the attribute's layout out.
-LayoutChoice ReorderLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
-                            const SharedLayouts&) {
-  Layout target = Layout::kPlain;
-  LS_CHECK(ParseLayout(node.attrs.GetString("layout"), &target)) << node.Describe();
-  return {producer_layouts, {target}};
-}
 
 REGISTER_KERNEL({.op = "Reorder",
                  .device = kTestDeviceType,
