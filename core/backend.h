@@ -85,7 +85,7 @@ std::string DeviceTypeName(DeviceType type);
 
 }  // namespace lockstep
 
-#define REGISTER_BACKEND(type, BackendClass)                                      \
+#define REGISTER_BACKEND(type, BackendClass)                                    \
   [[maybe_unused]] static const bool LS_BACKEND_CONCAT(ls_backend_, __LINE__) = \
       ::lockstep::RegisterBackend(type, std::make_unique<BackendClass>())
 #define LS_BACKEND_CONCAT_INNER(a, b) a##b

@@ -22,7 +22,8 @@ absl::Status CopyBytes(void* dst, Device dst_device, const void* src, Device src
   const Device other = on == dst_device ? src_device : dst_device;
   if (other.type != DeviceType::kCPU && other.type != on.type) {
     return absl::UnimplementedError(absl::StrCat("no copy from ", src_device.ToString(), " to ",
-                                                 dst_device.ToString(), " except through the host"));
+                                                 dst_device.ToString(),
+                                                 " except through the host"));
   }
   LS_ASSIGN_OR_RETURN(Backend * backend, FindBackend(on.type));
   return backend->Copy(dst, dst_device, src, src_device, bytes);

@@ -100,7 +100,7 @@ class Executor {
   absl::Status WaitAll();
   std::unique_ptr<Graph> graph_;
   Device device_;
-  Backend* backend_;  // device_'s
+  Backend* backend_;             // device_'s
   std::vector<Tensor> regions_;  // indexed by Region
   Tensor workspace_;
   std::vector<Step> steps_;

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "graph/attr.h"
 #include "core/layout.h"
+#include "graph/attr.h"
 #include "graph/op_def.h"
 
 namespace lockstep {

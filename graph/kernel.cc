@@ -75,9 +75,9 @@ absl::StatusOr<const KernelDef*> KernelRegistry::Find(const Node& node, DeviceTy
   DType dtype = node.inputs.empty() ? node.output(0)->dtype() : node.inputs[0]->dtype();
   auto it = kernels_.find(std::make_tuple(node.op->name(), device, dtype));
   if (it == kernels_.end()) {
-    return absl::UnimplementedError(absl::StrCat("no ", absl::AsciiStrToUpper(DeviceTypeName(device)), " kernel for ",
-                                                 node.Describe(), " with dtype ",
-                                                 DTypeName(dtype)));
+    return absl::UnimplementedError(
+        absl::StrCat("no ", absl::AsciiStrToUpper(DeviceTypeName(device)), " kernel for ",
+                     node.Describe(), " with dtype ", DTypeName(dtype)));
   }
   return &it->second;
 }

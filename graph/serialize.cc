@@ -100,7 +100,8 @@ proto::GraphDef JobView(const proto::GraphDef& graph) {
     }
     ++it;
   }
-  for (proto::GraphOutput& output : *view.mutable_outputs()) output.set_value(source(output.value()));
+  for (proto::GraphOutput& output : *view.mutable_outputs())
+    output.set_value(source(output.value()));
   return view;
 }
 

@@ -33,8 +33,8 @@ absl::StatusOr<std::vector<Layout>> AgreeSharedLayouts(Communicator& host_world,
   for (Layout layout : backend->SharedLayoutOffer()) names.push_back(LayoutName(layout));
   const std::string mine = absl::StrJoin(names, ",");
   if (static_cast<int64_t>(mine.size()) >= kOfferBytes) {
-    return absl::InternalError(absl::StrCat("the shared layouts offered (", mine, ") exceed ",
-                                            kOfferBytes - 1, " bytes"));
+    return absl::InternalError(
+        absl::StrCat("the shared layouts offered (", mine, ") exceed ", kOfferBytes - 1, " bytes"));
   }
   Tensor offer = Tensor::Zeros({kOfferBytes}, DType::kU8);
   std::memcpy(offer.raw_data(), mine.data(), mine.size());
@@ -44,8 +44,8 @@ absl::StatusOr<std::vector<Layout>> AgreeSharedLayouts(Communicator& host_world,
   std::vector<std::vector<std::string>> offers;
   for (int rank = 0; rank < host_world.size(); ++rank) {
     const char* text = static_cast<const char*>(all.raw_data()) + rank * kOfferBytes;
-    offers.push_back(absl::StrSplit(std::string(text, strnlen(text, kOfferBytes)), ',',
-                                    absl::SkipEmpty()));
+    offers.push_back(
+        absl::StrSplit(std::string(text, strnlen(text, kOfferBytes)), ',', absl::SkipEmpty()));
   }
   std::vector<Layout> common;
   for (const std::string& name : CommonLayouts(offers)) {

@@ -1,7 +1,7 @@
 // Layout assignment: each kernel says which layout it wants for its inputs and which it
 // produces; where a producer and a consumer disagree, the backend's reorder op goes in between
-// (one per value and layout, shared by all readers). Parameters and state are stored in the layout their
-// first reader wants (convolution weights blocked, moments like their parameter), since the
+// (one per value and layout, shared by all readers). Parameters and state are stored in the layout
+// their first reader wants (convolution weights blocked, moments like their parameter), since the
 // graph owns their memory; data inputs and results stay plain, for the caller. Gradients and
 // updates keep their layout: they live in the flat buffers beside their parameter.
 

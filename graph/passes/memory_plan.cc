@@ -89,7 +89,7 @@ class MemoryPlanPass : public Pass {
       for (const auto& output : nodes[position]->outputs) {
         if (output->alloc.region != Region::kNone) continue;
         live[output.get()] = {output.get(), position, position,
-                             AlignUp(output->bytes(), alignment)};
+                              AlignUp(output->bytes(), alignment)};
       }
       for (const Value* input : nodes[position]->inputs) {
         auto it = live.find(input);

@@ -28,10 +28,9 @@ class CpuBackend : public HostBackend {
     DNNL_RETURN_IF_ERROR(
         step = dnnl_util::ReorderStep(dnnl_util::Desc(from.shape(), from.dtype(), from_layout),
                                       dnnl_util::Desc(to.shape(), to.dtype(), to_layout)));
-    LS_ASSIGN_OR_RETURN(
-        Tensor scratch,
-        Tensor::Allocate({static_cast<int64_t>(step.scratchpad_bytes())}, DType::kU8,
-                         Device::CPU(), /*zeroed=*/false));
+    LS_ASSIGN_OR_RETURN(Tensor scratch,
+                        Tensor::Allocate({static_cast<int64_t>(step.scratchpad_bytes())},
+                                         DType::kU8, Device::CPU(), /*zeroed=*/false));
     return step.Run({{DNNL_ARG_FROM, from.raw_data()}, {DNNL_ARG_TO, to.raw_data()}},
                     scratch.raw_data());
   }

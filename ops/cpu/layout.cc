@@ -1,6 +1,7 @@
+#include "ops/layout.h"
+
 #include "graph/kernel.h"
 #include "ops/cpu/dnnl_util.h"
-#include "ops/layout.h"
 
 namespace lockstep {
 namespace {

@@ -11,9 +11,9 @@
 
 #include <cstdint>
 
-#include "ops/cuda/cuda_status.h"
 #include "core/status.h"
 #include "graph/kernel.h"
+#include "ops/cuda/cuda_status.h"
 #include "ops/cuda/launch.h"
 
 namespace lockstep::cuda {

@@ -1,9 +1,10 @@
 // CUDA kernel of Reorder. CUDA values are all plain (the blocked layouts are oneDNN's), so a
 // Reorder here is a copy between plain layouts; a blocked one is a compile error.
 
+#include "core/layout.h"
+
 #include <memory>
 
-#include "core/layout.h"
 #include "graph/kernel.h"
 #include "ops/cuda/copy_kernel.h"
 

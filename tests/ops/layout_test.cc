@@ -113,8 +113,8 @@ TEST(LayoutTest, SharedValuesTakeTheAgreedLayoutActivationsTheNativeOne) {
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i % 7) - 3.0f;
   for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>(i % 5) * 0.1f;
   std::vector<float> reference;
-  for (const std::vector<Layout>& agreed : std::vector<std::vector<Layout>>{
-           cpu::WeightLayoutOffer(), {cpu::BlockedWeights(8)}, {}}) {
+  for (const std::vector<Layout>& agreed :
+       std::vector<std::vector<Layout>>{cpu::WeightLayoutOffer(), {cpu::BlockedWeights(8)}, {}}) {
     auto graph = std::make_unique<Graph>();
     Builder b(graph.get());
     Value* y = b.Op1("Relu", {b.Op1("Conv2D", {b.Input("x", x_shape), b.Parameter("w", w_shape)},

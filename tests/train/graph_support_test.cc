@@ -128,7 +128,8 @@ std::vector<std::vector<Layout>> BackpropLayouts(Shape x, int64_t mid, int64_t o
 // kernel takes them): those nodes run plain. Where the fast kernels exist, the activations stay
 // blocked.
 TEST(ConvBackpropLayoutTest, PlainWhereOneDnnHasNoFastBlockedKernel) {
-  const bool avx512 = NativeBlockedLayout() == cpu::BlockedActivations(16);  // oneDNN's AVX-512 kernels
+  const bool avx512 =
+      NativeBlockedLayout() == cpu::BlockedActivations(16);  // oneDNN's AVX-512 kernels
   const std::vector<Layout> plain = {Layout::kPlain, Layout::kPlain};
   const std::vector<Layout> blocked = {NativeBlockedLayout(), NativeBlockedLayout()};
   EXPECT_EQ(BackpropLayouts({2, 8, 14, 14}, 6, 16, 5, 0),
