@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "graph/op_registry.h"  // LS_REGISTRY_CONCAT
 #include "inference/onnx_writer.h"
 
 namespace lockstep::inference {
@@ -41,8 +42,6 @@ class OnnxRegistry {
 
 // The registrations are static initialisers: lockstep_inference is an OBJECT library, so that
 // the linker keeps them.
-#define REGISTER_ONNX(op, translation)                                    \
-  [[maybe_unused]] static const bool LS_ONNX_CONCAT(ls_onnx_, __LINE__) = \
+#define REGISTER_ONNX(op, translation)                                        \
+  [[maybe_unused]] static const bool LS_REGISTRY_CONCAT(ls_onnx_, __LINE__) = \
       ::lockstep::inference::OnnxRegistry::Global().Register(op, translation)
-#define LS_ONNX_CONCAT_INNER(a, b) a##b
-#define LS_ONNX_CONCAT(a, b) LS_ONNX_CONCAT_INNER(a, b)
