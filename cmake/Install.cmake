@@ -17,8 +17,8 @@ if(LOCKSTEP_SANITIZE)
 endif()
 install(TARGETS ${lockstep_libraries} EXPORT LockstepTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  # The objects of the OBJECT libraries (ops and kernels), which Lockstep::train links into the
-  # user's program.
+  # The objects of the OBJECT libraries: ops and kernels, which Lockstep::train links into the
+  # user's program, and inference with its ONNX translations, which a program links directly.
   OBJECTS DESTINATION ${CMAKE_INSTALL_LIBDIR}/lockstep
   FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockstep
   FILE_SET protos DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockstep)

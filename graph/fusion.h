@@ -81,7 +81,8 @@ class FusionRegistry {
 
 }  // namespace lockstep
 
-// REGISTER_FUSION({.name = "AddRelu", .anchor = "Add", .fused_ops = {"AddRelu"}, .rewrite = F});
+// REGISTER_FUSION({.name = "BatchNormRelu", .anchor = "BatchNorm",
+//                  .fused_ops = {"BatchNormRelu", "BatchNormReluGrad"}, .rewrite = F});
 #define REGISTER_FUSION(...)                                                  \
   [[maybe_unused]] static const bool LS_FUSION_CONCAT(ls_fusion_, __LINE__) = \
       ::lockstep::FusionRegistry::Global().Register(::lockstep::FusionPattern __VA_ARGS__)

@@ -4,6 +4,7 @@
 // together with REGISTER_OP in ops/<family>.cc.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,15 @@ using GradFn = std::function<std::vector<Value*>(GradContext&)>;
 
 inline constexpr int kVariadic = -1;
 
+// How a training op is written in an inference graph (inference/derive.cc): the plain ops it
+// stands for, applied in turn (the first reads the node's inputs and takes its attributes but
+// `training_only_attrs`, each next one reads the previous one's output), or, with no ops, the
+// node passes its first input on (layout reorders, Identity).
+struct InferenceForm {
+  std::vector<std::string> ops;
+  std::vector<std::string> training_only_attrs;
+};
+
 struct AttrSpec {
   std::string name;
   bool required = true;
@@ -75,6 +85,18 @@ class OpDef {
   }
   // Every output i is written into input i (variadic collectives on gradients).
   OpDef& InPlaceEach() { return Set(in_place_each_, true); }
+  // The op's inference form (see InferenceForm). An op without one does not export.
+  OpDef& InferenceAs(std::vector<std::string> ops,
+                     std::vector<std::string> training_only_attrs = {}) {
+    return Set(inference_, std::optional<InferenceForm>(
+                               InferenceForm{std::move(ops), std::move(training_only_attrs)}));
+  }
+  // The op is its own inference form.
+  OpDef& InferenceAsItself() { return InferenceAs({name_}); }
+  // At inference the node passes its first input on.
+  OpDef& InferencePassesInput() { return InferenceAs({}); }
+  // Autodiff sums the gradients that several readers give one value with this op (one op does).
+  OpDef& SumsGradients() { return Set(sums_gradients_, true); }
 
   const std::string& name() const { return name_; }
   int num_inputs() const { return num_inputs_; }
@@ -83,6 +105,8 @@ class OpDef {
   const InferFn& infer() const { return infer_; }
   const GradFn& grad() const { return grad_; }
   bool differentiable() const { return static_cast<bool>(grad_); }
+  const std::optional<InferenceForm>& inference_form() const { return inference_; }
+  bool sums_gradients() const { return sums_gradients_; }
   // The input an output is written into, or -1.
   int InPlaceInput(int output) const;
 
@@ -108,6 +132,8 @@ class OpDef {
   GradFn grad_;
   std::vector<std::pair<int, int>> in_place_;
   bool in_place_each_ = false;
+  std::optional<InferenceForm> inference_;
+  bool sums_gradients_ = false;
 };
 
 }  // namespace lockstep

@@ -48,6 +48,7 @@ OpRegistry& OpRegistry::Global() {
   static OpRegistry* registry = [] {
     auto* created = new OpRegistry();
     RegisterInputOp(*created);
+    created->input_op_ = created->ops_.at("Input").get();
     return created;
   }();
   return *registry;
@@ -72,6 +73,20 @@ std::vector<std::string> OpRegistry::Names() const {
   std::vector<std::string> names;
   for (const auto& [name, def] : ops_) names.push_back(name);
   return names;
+}
+
+absl::StatusOr<const OpDef*> OpRegistry::GradientSum() const {
+  std::vector<const OpDef*> found;
+  for (const auto& [name, def] : ops_) {
+    if (def->sums_gradients()) found.push_back(def.get());
+  }
+  if (found.size() == 1) return found[0];
+  std::vector<std::string> names;
+  for (const OpDef* def : found) names.push_back(def->name());
+  return absl::FailedPreconditionError(absl::StrCat(
+      "autodiff needs exactly one op declared SumsGradients() to sum gradients, found ",
+      found.size(),
+      found.empty() ? " (are the ops linked?)" : absl::StrCat(": ", absl::StrJoin(names, ", "))));
 }
 
 }  // namespace lockstep

@@ -18,9 +18,14 @@ class OpRegistry {
   // Unknown names fail with the list of known ones.
   absl::StatusOr<const OpDef*> Find(absl::string_view name) const;
   std::vector<std::string> Names() const;
+  // The op that declared SumsGradients(); an error unless exactly one did.
+  absl::StatusOr<const OpDef*> GradientSum() const;
+  // The op of graph inputs (graph/input_op.cc).
+  const OpDef& InputOp() const { return *input_op_; }
 
  private:
   std::map<std::string, std::unique_ptr<OpDef>, std::less<>> ops_;
+  const OpDef* input_op_ = nullptr;
 };
 
 }  // namespace lockstep

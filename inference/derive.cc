@@ -2,50 +2,25 @@
 // Builder, so that every node is checked and shaped again by its op's registered inference.
 
 #include <filesystem>
-#include <set>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ckpt/naming.h"
 #include "graph/builder.h"
+#include "graph/op_registry.h"
 #include "inference/inference_model.h"
 
 namespace lockstep::inference {
 namespace {
 
-// Training ops and the inference ops that replace them (empty: the node passes its input on).
-// Fused kernels are written back as the op pairs FuseKernels merged.
-const std::map<std::string, std::vector<std::string>>& Translations() {
-  static const auto* table = new std::map<std::string, std::vector<std::string>>{
-      {"Conv2D", {"Conv2D"}},
-      {"BiasAdd", {"BiasAdd"}},
-      {"MatMul", {"MatMul"}},
-      {"Relu", {"Relu"}},
-      {"Add", {"Add"}},
-      {"AddRelu", {"Add", "Relu"}},
-      {"MaxPool", {"MaxPool"}},
-      {"MaxPoolWithArgmax", {"MaxPool"}},
-      {"AvgPool", {"AvgPool"}},
-      {"GlobalAvgPool", {"GlobalAvgPool"}},
-      {"Flatten", {"Flatten"}},
-      {"BatchNormInference", {"BatchNormInference"}},
-      {"BatchNorm", {"BatchNormInference"}},
-      {"SyncBatchNorm", {"BatchNormInference"}},
-      {"BatchNormRelu", {"BatchNormInference", "Relu"}},
-      {"Reorder", {}},
-      {"Identity", {}},
-  };
-  return *table;
-}
-
-// Attributes the inference op does not take (batch norm's running-average momentum, the fused
-// kernels' bookkeeping).
-const std::set<std::string>& TrainingOnlyAttrs() {
-  static const auto* attrs = new std::set<std::string>{"momentum", "group"};
-  return *attrs;
-}
+// The names train::Model gives the net's data inputs and its loss output.
+constexpr absl::string_view kImages = "images";
+constexpr absl::string_view kLabels = "labels";
+constexpr absl::string_view kLoss = "loss";
 
 AttrValue AttrFromProto(const proto::AttrValue& value) {
   switch (value.value_case()) {
@@ -71,10 +46,19 @@ std::string Describe(const proto::NodeDef& node) {
   return absl::StrCat(node.op(), " node '", node.name(), "' (#", node.id(), ")");
 }
 
-std::string KnownOps() {
+// The ops that have an inference form, for error messages.
+std::string OpsWithInferenceForm() {
   std::vector<std::string> names;
-  for (const auto& [name, ops] : Translations()) names.push_back(name);
+  for (const std::string& name : OpRegistry::Global().Names()) {
+    if ((*OpRegistry::Global().Find(name))->inference_form().has_value()) names.push_back(name);
+  }
   return absl::StrJoin(names, ", ");
+}
+
+// Whether a training node is a graph input (the registry's Input op).
+bool IsInput(const proto::NodeDef& node) {
+  absl::StatusOr<const OpDef*> op = OpRegistry::Global().Find(node.op());
+  return op.ok() && *op == &OpRegistry::Global().InputOp();
 }
 
 class Deriver {
@@ -104,12 +88,12 @@ class Deriver {
   // The logits are the input of the loss that is not the labels: the net's output.
   absl::StatusOr<int> FindLogits() const {
     for (const proto::GraphOutput& output : training_.outputs()) {
-      if (output.name() != "loss") continue;
+      if (output.name() != kLoss) continue;
       const proto::NodeDef& loss = training_.nodes(producer_.at(output.value()).first);
       if (loss.inputs_size() == 2) {
         for (int i = 0; i < 2; ++i) {
           const proto::NodeDef& other = training_.nodes(producer_.at(loss.inputs(1 - i)).first);
-          if (other.op() == "Input" && other.name() == "labels") return loss.inputs(i);
+          if (IsInput(other) && other.name() == kLabels) return loss.inputs(i);
         }
       }
       return absl::InvalidArgumentError(
@@ -134,13 +118,14 @@ class Deriver {
   }
 
   absl::Status Translate(const proto::NodeDef& node) {
-    if (node.op() == "Input") return TranslateInput(node);
-    auto it = Translations().find(node.op());
-    if (it == Translations().end()) {
+    if (IsInput(node)) return TranslateInput(node);
+    absl::StatusOr<const OpDef*> op = OpRegistry::Global().Find(node.op());
+    if (!op.ok() || !(*op)->inference_form().has_value()) {
       return absl::UnimplementedError(
           absl::StrCat("cannot export ", Describe(node), ": op ", node.op(),
-                       " has no inference form (known: ", KnownOps(), ")"));
+                       " has no inference form (ops with one: ", OpsWithInferenceForm(), ")"));
     }
+    const InferenceForm& form = *(*op)->inference_form();
     std::vector<Value*> inputs;
     for (int id : node.inputs()) {
       auto input = mapped_.find(id);
@@ -152,16 +137,18 @@ class Deriver {
       inputs.push_back(input->second);
     }
     Value* y = inputs.empty() ? nullptr : inputs[0];
-    if (!it->second.empty()) {
+    if (!form.ops.empty()) {
       Attrs attrs;
       for (const auto& [name, value] : node.attrs()) {
-        if (!TrainingOnlyAttrs().contains(name)) attrs.Set(name, AttrFromProto(value));
+        if (!absl::c_linear_search(form.training_only_attrs, name)) {
+          attrs.Set(name, AttrFromProto(value));
+        }
       }
       // "layer1.0.bn1/BatchNormRelu_12" keeps its layer path: "layer1.0.bn1/".
       const size_t slash = node.name().rfind('/');
       b_.SetNamePrefix(slash == std::string::npos ? "" : node.name().substr(0, slash + 1));
-      y = b_.Op1(it->second[0], std::move(inputs), std::move(attrs));
-      for (size_t k = 1; k < it->second.size(); ++k) y = b_.Op1(it->second[k], {y});
+      y = b_.Op1(form.ops[0], std::move(inputs), std::move(attrs));
+      for (size_t k = 1; k < form.ops.size(); ++k) y = b_.Op1(form.ops[k], {y});
       LS_RETURN_IF_ERROR(Annotate(b_.status(), absl::StrCat("exporting ", Describe(node))));
     }
     // Only the first output (y) exists at inference: the rest are saved batch statistics,
@@ -174,19 +161,19 @@ class Deriver {
     const proto::ValueInfo& out = node.outputs(0);
     auto role = node.attrs().find("role");
     const std::string r = role == node.attrs().end() ? "" : role->second.s();
-    if (out.dtype() != "f32") {
+    if (out.dtype() != DTypeName(DType::kF32)) {
       return absl::UnimplementedError(absl::StrCat("cannot export ", Describe(node),
                                                    ": its dtype is ", out.dtype(),
                                                    ", and only f32 nets export"));
     }
     Shape shape(out.dims().begin(), out.dims().end());
     Value* value = nullptr;
-    if (r == "data" && node.name() == "images" && shape.size() == 4) {
+    if (r == InputRoleName(InputRole::kData) && node.name() == kImages && shape.size() == 4) {
       shape[0] = batch_size_;
-      value = b_.Input("images", shape);
-    } else if (r == "parameter") {
+      value = b_.Input(node.name(), shape);
+    } else if (r == InputRoleName(InputRole::kParameter)) {
       value = b_.Parameter(node.name(), shape);
-    } else if (r == "state") {
+    } else if (r == InputRoleName(InputRole::kState)) {
       value = b_.State(node.name(), shape);
     } else {
       return absl::UnimplementedError(absl::StrCat(

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "graph/builder.h"
+#include "graph/op_registry.h"
 
 namespace lockstep::inference {
 namespace {
@@ -15,10 +16,11 @@ bool IsParameter(const Value* value) {
   return value->producer->IsInput() && value->producer->role() != InputRole::kData;
 }
 
-// The Conv2D whose output only `bn` reads, and whose weight only it reads; null otherwise.
-Node* FoldableConv(const Node& bn, const std::vector<std::vector<Node*>>& consumers) {
+// The `conv_op` node whose output only `bn` reads, and whose weight only it reads; null otherwise.
+Node* FoldableConv(const Node& bn, const OpDef* conv_op,
+                   const std::vector<std::vector<Node*>>& consumers) {
   Node* conv = bn.inputs[0]->producer;
-  if (conv->op->name() != "Conv2D" || consumers[bn.inputs[0]->id].size() != 1) return nullptr;
+  if (conv->op != conv_op || consumers[bn.inputs[0]->id].size() != 1) return nullptr;
   const Value* weight = conv->inputs[1];
   if (!IsParameter(weight) || consumers[weight->id].size() != 1) return nullptr;
   for (size_t i = 1; i < bn.inputs.size(); ++i) {
@@ -60,13 +62,15 @@ Tensor FoldValues(const Node& bn, Tensor* w, const std::map<std::string, Tensor>
 }  // namespace
 
 absl::Status FoldBatchNorm(Graph* graph, std::map<std::string, Tensor>* weights) {
+  LS_ASSIGN_OR_RETURN(const OpDef* norm_op, OpRegistry::Global().Find("BatchNormInference"));
+  LS_ASSIGN_OR_RETURN(const OpDef* conv_op, OpRegistry::Global().Find("Conv2D"));
   std::vector<Node*> norms;
   for (const auto& node : graph->nodes()) {
-    if (node->op->name() == "BatchNormInference") norms.push_back(node.get());
+    if (node->op == norm_op) norms.push_back(node.get());
   }
   std::set<const Node*> folded;
   for (Node* bn : norms) {
-    Node* conv = FoldableConv(*bn, graph->Consumers());
+    Node* conv = FoldableConv(*bn, conv_op, graph->Consumers());
     if (conv == nullptr) continue;
     const std::string& weight = conv->inputs[1]->producer->name;
     const std::string bias_name = BiasName(weight);

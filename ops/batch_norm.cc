@@ -122,7 +122,8 @@ REGISTER_OP("BatchNorm")
     .Infer(InferBatchNorm)
     .Grad(BatchNormBackward)
     .InPlace(3, 3)
-    .InPlace(4, 4);
+    .InPlace(4, 4)
+    .InferenceAs({"BatchNormInference"}, {"momentum"});
 
 REGISTER_OP("BatchNormGrad").Inputs(5).Outputs(3).Attr("epsilon", 1e-5).Infer(InferBatchNormGrad);
 
@@ -135,7 +136,8 @@ REGISTER_OP("BatchNormRelu")
     .Attr("momentum", 0.9)
     .Infer(InferBatchNormRelu)
     .InPlace(3, 3)
-    .InPlace(4, 4);
+    .InPlace(4, 4)
+    .InferenceAs({"BatchNormInference", "Relu"}, {"momentum"});
 
 // (x, gamma, saved_mean, saved_var, dy, mask) -> (dx, dgamma, dbeta).
 REGISTER_OP("BatchNormReluGrad")
@@ -153,7 +155,8 @@ REGISTER_OP("SyncBatchNorm")
     .Infer(InferBatchNorm)
     .Grad(SyncBatchNormBackward)
     .InPlace(3, 3)
-    .InPlace(4, 4);
+    .InPlace(4, 4)
+    .InferenceAs({"BatchNormInference"}, {"momentum", "group"});
 
 REGISTER_OP("SyncBatchNormGrad")
     .Inputs(5)
@@ -166,7 +169,8 @@ REGISTER_OP("BatchNormInference")
     .Inputs(5)
     .Outputs(1)
     .Attr("epsilon", 1e-5)
-    .Infer(InferBatchNormInference);
+    .Infer(InferBatchNormInference)
+    .InferenceAsItself();
 
 // BatchNorm -> Relu, whose backward is ReluGrad -> BatchNormGrad, becomes BatchNormRelu and
 // BatchNormReluGrad: the normalization applies the ReLU and keeps its mask for the backward, so

@@ -145,7 +145,8 @@ REGISTER_OP("Conv2D")
     .Attr("dilation", std::vector<int64_t>{1, 1})
     .Attr("groups", int64_t{1})
     .Infer(InferConv2D)
-    .Grad(Conv2DGrad);
+    .Grad(Conv2DGrad)
+    .InferenceAsItself();
 
 // Not differentiable: no second-order gradients.
 REGISTER_OP("Conv2DBackpropInput")

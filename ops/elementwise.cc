@@ -59,19 +59,28 @@ absl::StatusOr<std::vector<TensorType>> InferBiasAddGrad(const InferContext& ctx
   return std::vector<TensorType>{{{ctx.inputs[0].shape[1]}, ctx.inputs[0].dtype}};
 }
 
-REGISTER_OP("Add").Inputs(2).Infer(InferSameShapes).Grad([](GradContext& g) {
-  return std::vector<Value*>{g.dy(), g.dy()};
-});
+REGISTER_OP("Add")
+    .Inputs(2)
+    .Infer(InferSameShapes)
+    .Grad([](GradContext& g) {
+      return std::vector<Value*>{g.dy(), g.dy()};
+    })
+    .InferenceAsItself()
+    .SumsGradients();
 
-REGISTER_OP("Relu").Inputs(1).Infer(SameAsInput).Grad([](GradContext& g) {
-  return std::vector<Value*>{g.builder.Op1("ReluGrad", {g.input(0), g.dy()})};
-});
+REGISTER_OP("Relu")
+    .Inputs(1)
+    .Infer(SameAsInput)
+    .Grad([](GradContext& g) {
+      return std::vector<Value*>{g.builder.Op1("ReluGrad", {g.input(0), g.dy()})};
+    })
+    .InferenceAsItself();
 // (x, dy) -> dy where x > 0.
 REGISTER_OP("ReluGrad").Inputs(2).Infer(InferSameShapes);
 
 // relu(a + b), a residual connection's sum and ReLU in one pass. Made after autodiff by the
 // FuseKernels pass (the backward's ReluGrad then reads this output: it is > 0 where a + b is).
-REGISTER_OP("AddRelu").Inputs(2).Infer(InferSameShapes);
+REGISTER_OP("AddRelu").Inputs(2).Infer(InferSameShapes).InferenceAs({"Add", "Relu"});
 
 // (x, dy1, dy2) -> dy1 + dy2 where x > 0: a ReLU's gradient when two gradients meet at its
 // output (a residual block's input), made by the FuseKernels pass.
@@ -93,9 +102,13 @@ REGISTER_OP("Cast").Inputs(1).Attr("dtype").Infer(InferCast).Grad([](GradContext
   return std::vector<Value*>{g.builder.Op1("Cast", {g.dy()}, {{"dtype", back}})};
 });
 
-REGISTER_OP("BiasAdd").Inputs(2).Infer(InferBiasAdd).Grad([](GradContext& g) {
-  return std::vector<Value*>{g.dy(), g.builder.Op1("BiasAddGrad", {g.dy()})};
-});
+REGISTER_OP("BiasAdd")
+    .Inputs(2)
+    .Infer(InferBiasAdd)
+    .Grad([](GradContext& g) {
+      return std::vector<Value*>{g.dy(), g.builder.Op1("BiasAddGrad", {g.dy()})};
+    })
+    .InferenceAsItself();
 // (N, C, ...) -> (C): the sum over every axis but 1.
 REGISTER_OP("BiasAddGrad").Inputs(1).Infer(InferBiasAddGrad);
 

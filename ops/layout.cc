@@ -22,7 +22,7 @@ absl::StatusOr<std::vector<TensorType>> InferReorder(const InferContext& ctx) {
   return std::vector<TensorType>{ctx.inputs[0]};
 }
 
-REGISTER_OP("Reorder").Inputs(1).Attr("layout").Infer(InferReorder);
+REGISTER_OP("Reorder").Inputs(1).Attr("layout").Infer(InferReorder).InferencePassesInput();
 
 }  // namespace
 

@@ -51,7 +51,8 @@ REGISTER_OP("MatMul")
     .Attr("transpose_a", false)
     .Attr("transpose_b", false)
     .Infer(InferMatMul)
-    .Grad(MatMulBackward);
+    .Grad(MatMulBackward)
+    .InferenceAsItself();
 
 }  // namespace
 }  // namespace lockstep

@@ -145,7 +145,8 @@ REGISTER_OP("MaxPool")
     .Infer(InferPool)
     .Grad([](GradContext& g) {
       return std::vector<Value*>{g.builder.Op1("MaxPoolGrad", {g.input(0), g.dy()}, g.attrs())};
-    });
+    })
+    .InferenceAsItself();
 
 // Routes each window's gradient to its first maximum (row-major); not differentiable.
 REGISTER_OP("MaxPoolGrad")
@@ -162,7 +163,8 @@ REGISTER_OP("MaxPoolWithArgmax")
     .Attr("kernel")
     .Attr("stride", std::vector<int64_t>{1, 1})
     .Attr("padding", std::vector<int64_t>{0, 0})
-    .Infer(InferMaxPoolWithArgmax);
+    .Infer(InferMaxPoolWithArgmax)
+    .InferenceAs({"MaxPool"});
 
 REGISTER_OP("MaxPoolGradWithArgmax")
     .Inputs(2)
@@ -182,7 +184,8 @@ REGISTER_OP("AvgPool")
     .Grad([](GradContext& g) {
       return std::vector<Value*>{
           g.builder.Op1("AvgPoolGrad", {g.dy()}, WithInputShape(g.attrs(), g.input(0)))};
-    });
+    })
+    .InferenceAsItself();
 
 REGISTER_OP("AvgPoolGrad")
     .Inputs(1)
@@ -193,10 +196,14 @@ REGISTER_OP("AvgPoolGrad")
     .Attr("count_include_pad", true)
     .Infer(InferAvgPoolGrad);
 
-REGISTER_OP("GlobalAvgPool").Inputs(1).Infer(InferGlobalAvgPool).Grad([](GradContext& g) {
-  return std::vector<Value*>{
-      g.builder.Op1("GlobalAvgPoolGrad", {g.dy()}, WithInputShape({}, g.input(0)))};
-});
+REGISTER_OP("GlobalAvgPool")
+    .Inputs(1)
+    .Infer(InferGlobalAvgPool)
+    .Grad([](GradContext& g) {
+      return std::vector<Value*>{
+          g.builder.Op1("GlobalAvgPoolGrad", {g.dy()}, WithInputShape({}, g.input(0)))};
+    })
+    .InferenceAsItself();
 
 REGISTER_OP("GlobalAvgPoolGrad").Inputs(1).Attr("input_shape").Infer(InferGlobalAvgPoolGrad);
 

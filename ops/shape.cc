@@ -46,10 +46,11 @@ REGISTER_OP("Identity")
     .Infer([](const InferContext& ctx) {
       return absl::StatusOr<std::vector<TensorType>>(std::vector<TensorType>{ctx.inputs[0]});
     })
-    .Grad([](GradContext& g) { return std::vector<Value*>{g.dy()}; });
+    .Grad([](GradContext& g) { return std::vector<Value*>{g.dy()}; })
+    .InferencePassesInput();
 REGISTER_OP("Reshape").Inputs(1).Attr("shape").Infer(InferReshape).Grad(ReshapeBack);
 // (N, ...) -> (N, product of the rest).
-REGISTER_OP("Flatten").Inputs(1).Infer(InferFlatten).Grad(ReshapeBack);
+REGISTER_OP("Flatten").Inputs(1).Infer(InferFlatten).Grad(ReshapeBack).InferenceAsItself();
 
 }  // namespace
 }  // namespace lockstep

@@ -1,11 +1,12 @@
 // Reverse-mode autodiff as a pass: walks the forward nodes in reverse topological order and
 // emits each op's registered gradient rule as ordinary nodes; contributions to a value from
-// several readers are summed with Add.
+// several readers are summed with the op the registry names for it (OpRegistry::GradientSum).
 
 #include <unordered_map>
 #include <vector>
 
 #include "graph/builder.h"
+#include "graph/op_registry.h"
 #include "graph/passes/passes.h"
 
 namespace lockstep {
@@ -19,6 +20,7 @@ class AutodiffPass : public Pass {
 
   absl::Status Run(Graph& graph, PassContext& ctx) override {
     const AutodiffOptions& options = ctx.autodiff;
+    LS_ASSIGN_OR_RETURN(const OpDef* sum, OpRegistry::Global().GradientSum());
     Builder b(&graph);
     Contributions grads;
     LS_RETURN_IF_ERROR(Seed(graph, options, b, &grads));
@@ -27,9 +29,9 @@ class AutodiffPass : public Pass {
     std::vector<Node*> forward;
     for (const auto& node : graph.nodes()) forward.push_back(node.get());
     for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
-      LS_RETURN_IF_ERROR(Backprop(**it, reaches, b, &grads));
+      LS_RETURN_IF_ERROR(Backprop(**it, reaches, *sum, b, &grads));
     }
-    return AddGradientOutputs(graph, wrt, b, grads);
+    return AddGradientOutputs(graph, wrt, *sum, b, grads);
   }
 
  private:
@@ -96,14 +98,14 @@ class AutodiffPass : public Pass {
     return reaches;
   }
 
-  static Value* Sum(Builder& b, const std::vector<Value*>& terms) {
+  static Value* Sum(Builder& b, const OpDef& sum, const std::vector<Value*>& terms) {
     Value* total = terms[0];
-    for (size_t i = 1; i < terms.size(); ++i) total = b.Op1("Add", {total, terms[i]});
+    for (size_t i = 1; i < terms.size(); ++i) total = b.Op1(sum.name(), {total, terms[i]});
     return total;
   }
 
-  static absl::Status Backprop(const Node& node, const std::vector<bool>& reaches, Builder& b,
-                               Contributions* grads) {
+  static absl::Status Backprop(const Node& node, const std::vector<bool>& reaches, const OpDef& sum,
+                               Builder& b, Contributions* grads) {
     if (node.IsInput()) return absl::OkStatus();
     b.SetNamePrefix(absl::StrCat("grad/", node.name, "/"));
     std::vector<Value*> dys;
@@ -111,7 +113,7 @@ class AutodiffPass : public Pass {
     for (const auto& output : node.outputs) {
       auto it = grads->find(output.get());
       bool flows = it != grads->end() && reaches[output->id];
-      dys.push_back(flows ? Sum(b, it->second) : nullptr);
+      dys.push_back(flows ? Sum(b, sum, it->second) : nullptr);
       any = any || flows;
     }
     if (!any) return absl::OkStatus();
@@ -142,8 +144,8 @@ class AutodiffPass : public Pass {
 
   // Each gradient becomes its own value (parameter gradients get their own slot in the flat
   // gradient buffer), so one shared by two inputs, or an input itself, is copied.
-  static absl::Status AddGradientOutputs(Graph& graph, const std::vector<Node*>& wrt, Builder& b,
-                                         const Contributions& grads) {
+  static absl::Status AddGradientOutputs(Graph& graph, const std::vector<Node*>& wrt,
+                                         const OpDef& sum, Builder& b, const Contributions& grads) {
     b.SetNamePrefix("grad/");
     std::unordered_map<const Value*, bool> claimed;
     for (Node* node : wrt) {
@@ -151,7 +153,7 @@ class AutodiffPass : public Pass {
       auto it = grads.find(input);
       Value* grad = it == grads.end()
                         ? b.Op1("Fill", {}, {{"shape", input->shape()}, {"value", 0.0}})
-                        : Sum(b, it->second);
+                        : Sum(b, sum, it->second);
       if (grad != nullptr && (claimed[grad] || grad->producer->IsInput())) {
         grad = b.Op1("Identity", {grad});
       }

@@ -6,6 +6,7 @@
 
 #include "ckpt/file_io.h"
 #include "ckpt/graph_meta.h"
+#include "graph/builder.h"
 #include "inference/inference_model.h"
 #include "inference/onnx_export.h"
 #include "inference/run.h"
@@ -118,20 +119,27 @@ TEST(InferenceErrors, MetaOfAnotherModel) {
   EXPECT_NE(status.message().find("does not fit the graph of"), std::string::npos) << status;
 }
 
-// An op without an inference form is named with its node, and nothing is written.
-TEST(InferenceErrors, UnsupportedOpNamesTheNode) {
+// LeNet's .meta with its first `from` node made a `to` node: DeriveInferenceGraph's status, and
+// the node's name (empty when there is no `from` node).
+absl::Status DeriveWithOpReplaced(const std::string& from, const std::string& to,
+                                  std::string* name) {
   absl::StatusOr<proto::GraphDef> meta = ckpt::ReadGraphMeta(Trained("lenet").meta);
-  ASSERT_TRUE(meta.ok());
-  std::string name;
+  LS_CHECK(meta.ok()) << meta.status();
   for (proto::NodeDef& node : *meta->mutable_nodes()) {
-    if (node.op() == "Relu") {
-      node.set_op("Gelu");
-      name = node.name();
+    if (node.op() == from) {
+      node.set_op(to);
+      *name = node.name();
       break;
     }
   }
+  return DeriveInferenceGraph(*meta, 1).status();
+}
+
+// An op without an inference form is named with its node, and nothing is written.
+TEST(InferenceErrors, UnsupportedOpNamesTheNode) {
+  std::string name;
+  absl::Status status = DeriveWithOpReplaced("Relu", "Gelu", &name);
   ASSERT_FALSE(name.empty());
-  absl::Status status = DeriveInferenceGraph(*meta, 1).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(status.message().find("Gelu node '" + name + "'"), std::string::npos) << status;
 
@@ -143,6 +151,32 @@ TEST(InferenceErrors, UnsupportedOpNamesTheNode) {
   const std::string out = TestDir() + "/never.onnx";
   EXPECT_FALSE(ExportOnnx(*model, wrong, out).ok());
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// A registered op without an inference form (a training-only op) fails the same way.
+TEST(InferenceErrors, OpWithoutInferenceFormNamesTheNode) {
+  std::string name;
+  absl::Status status = DeriveWithOpReplaced("Flatten", "Reshape", &name);
+  ASSERT_FALSE(name.empty());
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("Reshape node '" + name + "'"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("has no inference form"), std::string::npos) << status;
+}
+
+// An op of the inference graph without an ONNX translation fails naming its node.
+TEST(InferenceErrors, OpWithoutOnnxFormNamesTheNode) {
+  InferenceModel model{.name = "scaled", .graph = std::make_unique<Graph>()};
+  Builder b(model.graph.get());
+  Value* scaled = b.Op1("Scale", {b.Input("images", {1, 3, 4, 4})}, {{"scale", 2.0}});
+  ASSERT_TRUE(b.status().ok()) << b.status();
+  model.graph->AddOutput("logits", scaled, OutputKind::kResult);
+  model.image_shape = {3, 4, 4};
+  absl::Status status = ToOnnx(model, {}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(status.message().find("cannot export " + scaled->producer->Describe() +
+                                  " to ONNX: no ONNX form"),
+            std::string::npos)
+      << status;
 }
 
 }  // namespace
