@@ -1,5 +1,6 @@
 // The test device's other kernels (element-wise, dense, loss, fill, shape, optimizer): plain loops
-// that sum in double. ReLU and its gradient run in test_nc4hw where a value may use it.
+// that sum in double, calling the op families' per-element math (ops/*_math.h) as every backend
+// does. ReLU and its gradient run in test_nc4hw where a value may use it.
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
+#include "ops/loss_math.h"
+#include "ops/optimizer_math.h"
 #include "tests/backend/test_backend.h"
 
 namespace lockstep::test_backend {
@@ -19,7 +23,7 @@ class ReluKernel : public Kernel {
   absl::Status Run(const KernelIO& io) override {
     const float* x = io.inputs[0].data<float>();  // any shape and layout
     float* y = io.outputs[0].data<float>();       // x's shape and layout
-    for (int64_t i = 0; i < io.outputs[0].numel(); ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    for (int64_t i = 0; i < io.outputs[0].numel(); ++i) y[i] = math::Relu(x[i]);
     return absl::OkStatus();
   }
 };
@@ -31,7 +35,7 @@ class ReluGradKernel : public Kernel {
     const float* x = io.inputs[0].data<float>();   // any shape and layout
     const float* dy = io.inputs[1].data<float>();  // x's shape and layout
     float* dx = io.outputs[0].data<float>();       // x's shape and layout
-    for (int64_t i = 0; i < io.outputs[0].numel(); ++i) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+    for (int64_t i = 0; i < io.outputs[0].numel(); ++i) dx[i] = math::ReluGrad(x[i], dy[i]);
     return absl::OkStatus();
   }
 };
@@ -155,7 +159,7 @@ REGISTER_KERNEL({.op = "Reshape", .device = kTestDeviceType, .create = MakeFacto
 
 absl::Status CheckLabels(const int32_t* labels, const Rows& rows) {
   for (int64_t i = 0; i < rows.n; ++i) {
-    if (labels[i] < 0 || labels[i] >= rows.classes) {
+    if (!math::LabelInRange(labels[i], rows.classes)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "test device: sample ", i, " has label ", labels[i], ", not in [0, ", rows.classes, ")"));
     }
@@ -176,15 +180,15 @@ class SoftmaxCrossEntropyKernel : public Kernel {
     double total = 0.0;
     for (int64_t i = 0; i < rows_.n; ++i) {
       const float* row = logits + i * c;
-      const double max = *std::max_element(row, row + c);
+      const float max = *std::max_element(row, row + c);
       double sum = 0.0;
       for (int64_t j = 0; j < c; ++j) sum += std::exp(row[j] - max);
       for (int64_t j = 0; j < c; ++j) {
         probs[i * c + j] = static_cast<float>(std::exp(row[j] - max) / sum);
       }
-      total += std::log(sum) - (row[labels[i]] - max);
+      total += math::RowCrossEntropy(row, c, labels[i], max, sum);
     }
-    *loss = static_cast<float>(total / static_cast<double>(rows_.n));
+    *loss = math::MeanLoss(total, rows_.n);
     return absl::OkStatus();
   }
 
@@ -192,7 +196,7 @@ class SoftmaxCrossEntropyKernel : public Kernel {
   Rows rows_;
 };
 
-// dlogits = (probs - onehot(labels)) * dloss / N.
+// dlogits = (probs - onehot(labels)) * dloss / N, by the loss family's per-element math.
 class SoftmaxCrossEntropyGradKernel : public Kernel {
  public:
   explicit SoftmaxCrossEntropyGradKernel(const Node& node) : rows_(node) {}
@@ -202,12 +206,11 @@ class SoftmaxCrossEntropyGradKernel : public Kernel {
     const float dloss = *io.inputs[2].data<float>();       // []
     float* dlogits = io.outputs[0].data<float>();          // (N, C)
     LS_RETURN_IF_ERROR(CheckLabels(labels, rows_));
-    const double scale = static_cast<double>(dloss) / static_cast<double>(rows_.n);
+    const float scale = math::CrossEntropyGradScale(dloss, rows_.n);
+    const int64_t c = rows_.classes;
     for (int64_t i = 0; i < rows_.n; ++i) {
-      for (int64_t j = 0; j < rows_.classes; ++j) {
-        const double target = j == labels[i] ? 1.0 : 0.0;
-        dlogits[i * rows_.classes + j] =
-            static_cast<float>((probs[i * rows_.classes + j] - target) * scale);
+      for (int64_t j = 0; j < c; ++j) {
+        dlogits[i * c + j] = math::CrossEntropyGrad(probs[i * c + j], j, labels[i], c, scale);
       }
     }
     return absl::OkStatus();
@@ -228,10 +231,10 @@ REGISTER_KERNEL({.op = "SoftmaxCrossEntropyGrad",
 class MomentumKernel : public Kernel {
  public:
   explicit MomentumKernel(const Node& node)
-      : momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))),
-        weight_decay_(static_cast<float>(node.attrs.GetFloat("weight_decay"))),
-        unscale_(static_cast<float>(1.0 / node.attrs.GetFloat("loss_scale"))),
-        nesterov_(node.attrs.GetBool("nesterov")) {}
+      : params_{.momentum = static_cast<float>(node.attrs.GetFloat("momentum")),
+                .weight_decay = static_cast<float>(node.attrs.GetFloat("weight_decay")),
+                .unscale = static_cast<float>(1.0 / node.attrs.GetFloat("loss_scale")),
+                .nesterov = node.attrs.GetBool("nesterov")} {}
 
   absl::Status Run(const KernelIO& io) override {
     if (io.inputs.size() != 4) {
@@ -244,18 +247,16 @@ class MomentumKernel : public Kernel {
     float* new_param = io.outputs[0].data<float>();    // param's memory
     float* new_moment = io.outputs[1].data<float>();   // moment's memory
     for (int64_t i = 0; i < io.outputs[0].numel(); ++i) {
-      const float g = grad[i] * unscale_ + weight_decay_ * param[i];
-      const float m = momentum_ * moment[i] + g;
-      new_moment[i] = m;
-      new_param[i] = param[i] - lr * (nesterov_ ? g + momentum_ * m : m);
+      const math::ParamAndMoment next =
+          math::MomentumStep(params_, lr, param[i], grad[i], moment[i]);
+      new_param[i] = next.param;
+      new_moment[i] = next.moment;
     }
     return absl::OkStatus();
   }
 
  private:
-  float momentum_, weight_decay_;
-  float unscale_;  // 1 / loss_scale
-  bool nesterov_;
+  math::MomentumParams params_;
 };
 
 REGISTER_KERNEL({.op = "Momentum",
