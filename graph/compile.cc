@@ -8,6 +8,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Compile(std::unique_ptr<Graph> graph,
                                                   const CompileOptions& options) {
   PassContext ctx;
   ctx.device = options.device;
+  ctx.config = options.config;
   ctx.dump_dir = options.dump_dir;
   PassManager passes;
   if (options.autodiff) {

@@ -57,7 +57,8 @@ absl::Status ReorderInto(const Tensor& from, Layout from_layout, Tensor to, Layo
   y->layout = to_layout;
   LS_ASSIGN_OR_RETURN(const KernelDef* def,
                       KernelRegistry::Global().Find(*y->producer, DeviceType::kCPU));
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, def->create(*y->producer));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
+                      def->create(*y->producer, KernelContext{Device::CPU(), PassConfig()}));
   Tensor workspace = Tensor::Empty({static_cast<int64_t>(kernel->WorkspaceBytes())}, DType::kU8);
   return kernel->Run({.inputs = {from}, .outputs = {to}, .workspace = workspace.raw_data()});
 }

@@ -13,6 +13,7 @@
 #include "core/device.h"
 #include "core/status.h"
 #include "graph/graph.h"
+#include "graph/pass_config.h"
 
 namespace lockstep {
 
@@ -30,7 +31,10 @@ struct AutodiffOptions {
 struct PassContext {
   Device device = Device::CPU();
   AutodiffOptions autodiff;
-  std::string dump_dir;  // LOCKSTEP_DUMP_GRAPH, read by the PassManager when empty
+  // The options of the other passes and of the kernels, by type (graph/pass_config.h).
+  PassConfig config;
+  // Set: the PassManager writes the graph there as text before and after every pass.
+  std::string dump_dir;
 };
 
 class Pass {

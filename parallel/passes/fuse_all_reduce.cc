@@ -22,16 +22,17 @@ struct Member {
 // as its last gradient is ready.
 class FuseAllReducePass : public Pass {
  public:
-  explicit FuseAllReducePass(ParallelOptions options) : options_(std::move(options)) {}
   absl::string_view name() const override { return "FuseAllReduce"; }
 
-  absl::Status Run(Graph& graph, PassContext&) override {
+  absl::Status Run(Graph& graph, PassContext& ctx) override {
+    LS_ASSIGN_OR_RETURN(const ParallelOptions* options,
+                        ctx.config.Require<ParallelOptions>(name()));
     std::vector<Member> members = MembersInBackwardOrder(graph);
     if (members.empty()) {
       return absl::FailedPreconditionError(
           "no unfused gradient AllReduce to fuse: run InsertAllReduce first");
     }
-    LS_ASSIGN_OR_RETURN(std::vector<size_t> starts, BucketStarts(members));
+    LS_ASSIGN_OR_RETURN(std::vector<size_t> starts, BucketStarts(members, *options));
     starts.push_back(members.size());
     for (size_t b = 0; b + 1 < starts.size(); ++b) {
       std::vector<Member> bucket(members.begin() + starts[b], members.begin() + starts[b + 1]);
@@ -62,13 +63,14 @@ class FuseAllReducePass : public Pass {
   }
 
   // Index of the first member of each bucket.
-  absl::StatusOr<std::vector<size_t>> BucketStarts(const std::vector<Member>& members) const {
+  static absl::StatusOr<std::vector<size_t>> BucketStarts(const std::vector<Member>& members,
+                                                          const ParallelOptions& options) {
     std::vector<size_t> starts = {0};
-    if (!options_.all_reduce_fusion_config.empty()) {
-      for (int index : options_.all_reduce_fusion_config) {
+    if (!options.all_reduce_fusion_config.empty()) {
+      for (int index : options.all_reduce_fusion_config) {
         if (index <= static_cast<int>(starts.back()) || index >= static_cast<int>(members.size())) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "all_reduce_fusion_config {", absl::StrJoin(options_.all_reduce_fusion_config, ", "),
+              "all_reduce_fusion_config {", absl::StrJoin(options.all_reduce_fusion_config, ", "),
               "} must be increasing split indices in (0, ", members.size(), "): the graph has ",
               members.size(), " gradients"));
         }
@@ -76,7 +78,7 @@ class FuseAllReducePass : public Pass {
       }
       return starts;
     }
-    const double threshold = options_.fusion_threshold_mb * 1024.0 * 1024.0;
+    const double threshold = options.fusion_threshold_mb * 1024.0 * 1024.0;
     double filled = 0.0;
     for (size_t i = 0; i < members.size(); ++i) {
       if (filled > 0.0 && filled + static_cast<double>(members[i].bytes) > threshold) {
@@ -117,14 +119,12 @@ class FuseAllReducePass : public Pass {
                          [&](const Member& m) { return m.node == &node; });
     });
   }
-
-  ParallelOptions options_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> CreateFuseAllReducePass(const ParallelOptions& options) {
-  return std::make_unique<FuseAllReducePass>(options);
+std::unique_ptr<Pass> CreateFuseAllReducePass() {
+  return std::make_unique<FuseAllReducePass>();
 }
 
 }  // namespace lockstep::parallel

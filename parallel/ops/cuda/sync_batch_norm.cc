@@ -101,8 +101,8 @@ class SyncBatchNormGradKernel : public SyncKernel {
 
 template <typename K>
 KernelFactory SyncFactory() {
-  return [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    LS_ASSIGN_OR_RETURN(NcclKernelParts parts, NcclPartsFor(node));
+  return [](const Node& node, const KernelContext& ctx) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    LS_ASSIGN_OR_RETURN(NcclKernelParts parts, NcclPartsFor(node, ctx));
     return std::make_unique<K>(node, parts.communicator, parts.done);
   };
 }
