@@ -26,12 +26,14 @@ absl::Status Malformed(const char* name, const std::string& value, absl::string_
 }
 
 // A finite number, > 0 when `positive`, else >= 0 (SimpleAtod refuses trailing junk).
-absl::StatusOr<std::optional<double>> Number(const Lookup& lookup, const char* name,
-                                             bool positive, absl::string_view unit) {
+absl::StatusOr<std::optional<double>> Number(const Lookup& lookup, const char* name, bool positive,
+                                             absl::string_view unit) {
   std::optional<std::string> text = Value(lookup, name);
   if (!text.has_value()) return std::nullopt;
   double value = 0.0;
-  if (!absl::SimpleAtod(*text, &value)) return Malformed(name, *text, absl::StrCat("a number of ", unit));
+  if (!absl::SimpleAtod(*text, &value)) {
+    return Malformed(name, *text, absl::StrCat("a number of ", unit));
+  }
   if (!std::isfinite(value) || value < 0.0 || (positive && value == 0.0)) {
     return Malformed(name, *text,
                      absl::StrCat(positive ? "a positive" : "a non-negative", " number of ", unit));
@@ -49,8 +51,8 @@ absl::StatusOr<std::optional<bool>> Switch(const Lookup& lookup, const char* nam
 }
 
 absl::Status ReadCommOptions(const Lookup& lookup, parallel::CommOptions* options) {
-  LS_ASSIGN_OR_RETURN(std::optional<double> seconds,
-                      Number(lookup, "LOCKSTEP_COLLECTIVE_TIMEOUT_S", /*positive=*/true, "seconds"));
+  LS_ASSIGN_OR_RETURN(std::optional<double> seconds, Number(lookup, "LOCKSTEP_COLLECTIVE_TIMEOUT_S",
+                                                            /*positive=*/true, "seconds"));
   if (seconds.has_value()) {
     // At most ~24 days, so that waits never overflow the clock.
     options->collective_timeout = std::chrono::milliseconds(static_cast<int64_t>(
@@ -59,8 +61,8 @@ absl::Status ReadCommOptions(const Lookup& lookup, parallel::CommOptions* option
   LS_ASSIGN_OR_RETURN(std::optional<double> segment_mb,
                       Number(lookup, "LOCKSTEP_ALLREDUCE_SEGMENT_MB", /*positive=*/false, "MiB"));
   if (segment_mb.has_value()) {
-    options->allreduce_segment_bytes = static_cast<size_t>(
-        std::min(*segment_mb * (1 << 20), static_cast<double>(std::numeric_limits<int64_t>::max())));
+    options->allreduce_segment_bytes = static_cast<size_t>(std::min(
+        *segment_mb * (1 << 20), static_cast<double>(std::numeric_limits<int64_t>::max())));
   }
   return absl::OkStatus();
 }

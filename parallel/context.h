@@ -42,7 +42,7 @@ class Context {
   int local_size() const { return state_->local_size; }
   // The device this rank computes on: CUDA(local_rank) when a GPU is present, else CPU.
   Device device() const { return state_->device; }
-  // True when started by mpirun (even with -n 1).
+  // True when Init started MPI (InitOptions::mpi; even with -n 1).
   bool launched_by_mpi() const { return state_->mpi_started; }
   const CommOptions& comm_options() const { return state_->comm_options; }
 
@@ -64,7 +64,8 @@ class Context {
     Device device = Device::CPU();
     CommOptions comm_options;
     bool mpi_started = false;
-    bool finalize_mpi = false;  // set once MPI started fully; a failed start leaves it to ReportFatal
+    bool finalize_mpi =
+        false;  // set once MPI started fully; a failed start leaves it to ReportFatal
     std::shared_ptr<Communicator> host_world;
     std::shared_ptr<Communicator> device_world;  // null without a GPU
   };

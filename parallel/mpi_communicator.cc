@@ -89,8 +89,8 @@ namespace {
 
 // The delete function of an attribute on MPI_COMM_SELF, which MPI_Finalize frees first: a
 // communicator still alive then (a comm group's or a test's, held past the Context's end) frees
-// its duplicate there, which Open MPI would otherwise leak (LeakSanitizer). The key goes with it (MPI
-// releases it once the attribute is gone).
+// its duplicate there, which Open MPI would otherwise leak (LeakSanitizer). The key goes with it
+// (MPI releases it once the attribute is gone).
 int FreeDuplicate(MPI_Comm /*self*/, int keyval, void* duplicate, void* /*extra*/) {
   MPI_Comm_free_keyval(&keyval);
   return MPI_Comm_free(static_cast<MPI_Comm*>(duplicate));

@@ -264,9 +264,9 @@ absl::StatusOr<Executor*> Model::EvalExecutor(int64_t batch_size) {
   if (it != eval_.end()) return it->second.get();
   LS_ASSIGN_OR_RETURN(NetGraph net,
                       BuildNetGraph(*net_, loss_, Mode::kEval, batch_size, options_.image_shape));
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
-                      ::lockstep::Compile(std::move(net.graph),
-                                          BaseCompileOptions(train_.executor.get())));
+  LS_ASSIGN_OR_RETURN(
+      std::unique_ptr<Executor> executor,
+      ::lockstep::Compile(std::move(net.graph), BaseCompileOptions(train_.executor.get())));
   return (eval_[batch_size] = std::move(executor)).get();
 }
 

@@ -51,10 +51,8 @@ absl::Status Run(const std::string& out, const parallel::Context& ctx,
   train::DatasetSource data(images.Map(train::ClassificationTransforms(32, /*training=*/true))
                                 .Batch(batch, /*drop_remainder=*/true));
 
-  train::ModelOptions options{.batch_size = batch,
-                              .image_shape = {3, 32, 32},
-                              .context = ctx,
-                              .dump_dir = env.dump_dir};
+  train::ModelOptions options{
+      .batch_size = batch, .image_shape = {3, 32, 32}, .context = ctx, .dump_dir = env.dump_dir};
   options.config.Set(env.math);
   if (ctx.size() > 1) options.parallel.mode = parallel::ParallelMode::kDataParallel;
   options.parallel.overlap_communication = env.overlap_communication;

@@ -233,7 +233,7 @@ LayoutChoice BackpropLayouts(const Node& node, const std::vector<Layout>& produc
 // oneDNN's filter-gradient kernel, or one matmul over the whole batch where oneDNN would run its
 // gemm-based kernel image by image (see conv_filter_matmul.h).
 absl::StatusOr<std::unique_ptr<Kernel>> CreateBackpropFilterKernel(const Node& node,
-                                                                    const KernelContext&) {
+                                                                   const KernelContext&) {
   if (FilterGradByMatmulFits(node)) {
     std::string impl;
     try {

@@ -123,8 +123,6 @@ class FuseAllReducePass : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> CreateFuseAllReducePass() {
-  return std::make_unique<FuseAllReducePass>();
-}
+std::unique_ptr<Pass> CreateFuseAllReducePass() { return std::make_unique<FuseAllReducePass>(); }
 
 }  // namespace lockstep::parallel

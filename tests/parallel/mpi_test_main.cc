@@ -2,6 +2,8 @@
 // every rank, prints rank 0's report and the other ranks' failures only, and makes every rank
 // exit non-zero when any rank failed (so mpirun does).
 
+#include "tests/parallel/mpi_test_main.h"
+
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -10,7 +12,6 @@
 #include "absl/strings/str_join.h"
 #include "core/logging.h"
 #include "examples/env_options.h"
-#include "tests/parallel/mpi_test_main.h"
 
 namespace lockstep {
 namespace {

@@ -23,8 +23,8 @@ std::string SeedName(size_t k) { return absl::StrCat("dy/", k); }
 
 // Builds the subgraph with every float output as a graph output; with `differentiate`, adds
 // a seed input per output and the backward pass for the differentiable inputs.
-Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
-               bool differentiate, Device device, const PassConfig& config) {
+Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build, bool differentiate,
+               Device device, const PassConfig& config) {
   auto graph = std::make_unique<Graph>();
   Builder b(graph.get());
   std::vector<Value*> values;

@@ -11,7 +11,6 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-
 #include "core/rng.h"
 #include "graph/pass.h"
 #include "ops/math_options.h"

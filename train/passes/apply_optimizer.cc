@@ -27,12 +27,11 @@ class ApplyOptimizerPass : public Pass {
     const bool dynamic = options->dynamic_loss_scale.has_value();
     // The dynamic scale is an input of Momentum; the attribute keeps the rest of the divisor.
     const double fixed_scale = dynamic ? 1.0 : ctx.autodiff.loss_scale;
-    const Attrs attrs{
-        {"momentum", options->momentum},
-        {"weight_decay", options->weight_decay},
-        {"nesterov", options->nesterov},
-        {"loss_scale", fixed_scale * static_cast<double>(options->accumulation_steps *
-                                                         options->replicas)}};
+    const Attrs attrs{{"momentum", options->momentum},
+                      {"weight_decay", options->weight_decay},
+                      {"nesterov", options->nesterov},
+                      {"loss_scale", fixed_scale * static_cast<double>(options->accumulation_steps *
+                                                                       options->replicas)}};
     std::vector<Value*> scale_inputs;  // (loss_scale, finite) under dynamic loss scaling
     if (dynamic) {
       LS_ASSIGN_OR_RETURN(scale_inputs, CheckGradientsFinite(graph, gradients, b));
@@ -106,9 +105,7 @@ class ApplyOptimizerPass : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> CreateApplyOptimizerPass() {
-  return std::make_unique<ApplyOptimizerPass>();
-}
+std::unique_ptr<Pass> CreateApplyOptimizerPass() { return std::make_unique<ApplyOptimizerPass>(); }
 
 std::string MomentName(const std::string& parameter) { return absl::StrCat("moments.", parameter); }
 

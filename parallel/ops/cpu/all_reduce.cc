@@ -17,9 +17,9 @@ class AllReduceKernel : public Kernel {
   AllReduceKernel(const Node& node, CommGroup* group, ReduceOp op, bool overlap)
       : group_(group), op_(op), span_(ContiguousSpan(node)), label_(node.Describe()) {
     // Arena memory may be reused by the next node, so only persistent buffers are overlapped.
-    asynchronous_ = overlap &&
-                    std::none_of(node.inputs.begin(), node.inputs.end(),
-                                 [](const Value* v) { return v->alloc.region == Region::kArena; });
+    asynchronous_ =
+        overlap && std::none_of(node.inputs.begin(), node.inputs.end(),
+                                [](const Value* v) { return v->alloc.region == Region::kArena; });
   }
 
   bool asynchronous() const override { return asynchronous_; }
@@ -54,7 +54,8 @@ class AllReduceKernel : public Kernel {
   CollectiveHandle handle_;
 };
 
-absl::StatusOr<std::unique_ptr<Kernel>> CreateAllReduce(const Node& node, const KernelContext& ctx) {
+absl::StatusOr<std::unique_ptr<Kernel>> CreateAllReduce(const Node& node,
+                                                        const KernelContext& ctx) {
   LS_ASSIGN_OR_RETURN(ReduceOp op, ParseReduceOp(node.attrs.GetString("op")));
   LS_ASSIGN_OR_RETURN(CommGroup * group, GroupFor(node, ctx));
   return std::make_unique<AllReduceKernel>(node, group, op, OverlapCommunication(ctx));

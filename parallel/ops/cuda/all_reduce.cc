@@ -22,9 +22,9 @@ class NcclAllReduceKernel : public Kernel {
       : communicator_(parts.communicator), op_(op), span_(ContiguousSpan(node)), done_(parts.done) {
     // Arena memory may be rewritten by the next node on the compute stream, so only persistent
     // buffers are reduced behind it.
-    asynchronous_ = overlap &&
-                    std::none_of(node.inputs.begin(), node.inputs.end(),
-                                 [](const Value* v) { return v->alloc.region == Region::kArena; });
+    asynchronous_ =
+        overlap && std::none_of(node.inputs.begin(), node.inputs.end(),
+                                [](const Value* v) { return v->alloc.region == Region::kArena; });
   }
   ~NcclAllReduceKernel() override { cudaEventDestroy(done_); }
 
