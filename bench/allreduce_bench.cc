@@ -33,6 +33,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/bench_util.h"
 #include "bench/mpi_transport.h"
+#include "examples/env_options.h"
 #include "parallel/comm_group.h"
 #include "parallel/context.h"
 #include "parallel/mpi_communicator.h"
@@ -113,7 +114,7 @@ absl::Status QueuedAllReduce(CommGroup& group, const Tensor& gradients,
   }
   absl::Status status;
   for (parallel::CollectiveHandle& handle : handles) {
-    status.Update(handle.Wait(parallel::CollectiveTimeout()));
+    status.Update(handle.Wait(group.options.collective_timeout));
   }
   return status;
 }
@@ -127,13 +128,15 @@ absl::StatusOr<double> TimeAfterBarrier(CommGroup& group,
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& group) {
+absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& group,
+                          const parallel::Context& context) {
   train::Model model(train::models::ResNet50(1000), train::SoftmaxCrossEntropy(), train::Momentum{},
                      {.batch_size = 2,
                       .image_shape = {3, 32, 32},
                       .num_threads = 1,
                       .parallel = {.mode = parallel::ParallelMode::kDataParallel,
-                                   .fusion_threshold_mb = threshold_mb}});
+                                   .fusion_threshold_mb = threshold_mb},
+                      .context = context});
   LS_RETURN_IF_ERROR(
       Annotate(model.Compile(), absl::StrCat("fusion threshold ", threshold_mb, " MB")));
   LS_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(model.train_executor()->graph()));
@@ -193,13 +196,14 @@ absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& 
   return absl::OkStatus();
 }
 
-absl::Status Run(const Config& config) {
-  if (!parallel::CurrentContext().launched_by_mpi()) {
+absl::Status Run(const Config& config, const parallel::Context& context) {
+  if (!context.launched_by_mpi()) {
     return absl::FailedPreconditionError(
         "the reference is a raw MPI_Allreduce: start this benchmark with mpirun, e.g. "
         "mpirun -n 2 lockstep-bench-allreduce");
   }
-  LS_ASSIGN_OR_RETURN(CommGroup * group, parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+  parallel::CommGroups groups(context);
+  LS_ASSIGN_OR_RETURN(CommGroup * group, groups.Find(parallel::kWorldGroup, Device::CPU()));
   LS_ASSIGN_OR_RETURN(const std::string transport, DescribeMpiTransport());
   if (group->communicator->rank() == 0) {
     std::cout << transport << "\n";
@@ -208,7 +212,7 @@ absl::Status Run(const Config& config) {
         group->communicator->size(), config.reps, config.warmup);
   }
   for (double threshold_mb : config.thresholds_mb) {
-    LS_RETURN_IF_ERROR(RunThreshold(config, threshold_mb, *group));
+    LS_RETURN_IF_ERROR(RunThreshold(config, threshold_mb, *group, context));
   }
   return absl::OkStatus();
 }
@@ -217,7 +221,11 @@ absl::Status Run(const Config& config) {
 }  // namespace lockstep::bench
 
 int main(int argc, char** argv) {
-  lockstep::parallel::Init(&argc, &argv);
+  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
+  if (!env.ok()) return lockstep::parallel::ReportFatal(env.status());
+  absl::StatusOr<lockstep::parallel::Context> context =
+      lockstep::parallel::Init(&argc, &argv, env->init);
+  if (!context.ok()) return lockstep::parallel::ReportFatal(context.status());
   lockstep::bench::Config config;
   CLI::App app{
       "ResNet-50's fused gradient AllReduce against one raw MPI_Allreduce (run it under "
@@ -238,7 +246,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  absl::Status status = lockstep::bench::Run(config);
-  if (!status.ok()) lockstep::parallel::Abort(status);
+  absl::Status status = lockstep::bench::Run(config, *context);
+  if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;
 }

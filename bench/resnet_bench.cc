@@ -38,6 +38,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/bench_util.h"
 #include "core/rng.h"
+#include "examples/env_options.h"
 #include "ops/cpu/dnnl_util.h"
 #include "parallel/comm_group.h"
 #include "parallel/context.h"
@@ -279,7 +280,7 @@ struct StepTimes {
 absl::StatusOr<StepTimes> TimeSteps(const BenchConfig& config, Model& model, const Batch& batch) {
   parallel::CommGroup* group = nullptr;
   if (config.data_parallel) {
-    LS_ASSIGN_OR_RETURN(group, parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+    LS_ASSIGN_OR_RETURN(group, model.HostGroup());
   }
   Executor& executor = *model.train_executor();
   StepTimes result;
@@ -304,19 +305,23 @@ absl::StatusOr<StepTimes> TimeSteps(const BenchConfig& config, Model& model, con
   return result;
 }
 
-absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t size) {
-  const parallel::Context& context = parallel::CurrentContext();
+absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t size,
+                    const parallel::Context& context, const EnvOptions& env) {
   LS_ASSIGN_OR_RETURN(LayerPtr net, models::ModelByName(name, config.classes));
   ModelOptions options{.batch_size = config.batch,
                        .image_shape = {3, size, size},
                        .num_threads = config.threads,
                        .fuse_kernels = !config.no_fuse,
-                       .device = config.device == "cuda" ? context.device() : Device::CPU()};
+                       .device = config.device == "cuda" ? context.device() : Device::CPU(),
+                       .context = context,
+                       .dump_dir = env.dump_dir};
+  options.config.Set(env.math);
   if (config.device == "cuda" && options.device.type != DeviceType::kCUDA) {
     return absl::FailedPreconditionError("--device cuda: this rank has no GPU of its own");
   }
   if (config.data_parallel) options.parallel.mode = parallel::ParallelMode::kDataParallel;
   options.parallel.fusion_threshold_mb = config.fusion_threshold_mb;
+  options.parallel.overlap_communication = env.overlap_communication;
   Model model(net, SoftmaxCrossEntropy(), Momentum{.lr = 0.01, .momentum = 0.9}, options);
   LS_RETURN_IF_ERROR(model.Compile());
   const Batch batch =
@@ -349,7 +354,11 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
 }  // namespace lockstep::train
 
 int main(int argc, char** argv) {
-  lockstep::parallel::Init(&argc, &argv);
+  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
+  if (!env.ok()) return lockstep::parallel::ReportFatal(env.status());
+  absl::StatusOr<lockstep::parallel::Context> context =
+      lockstep::parallel::Init(&argc, &argv, env->init);
+  if (!context.ok()) return lockstep::parallel::ReportFatal(context.status());
   lockstep::train::BenchConfig config;
   CLI::App app{
       "Training-step time of ResNet-50/18 on one process or data parallel over mpirun "
@@ -377,8 +386,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   for (const std::string& model : config.models) {
     for (int64_t size : config.sizes) {
-      absl::Status status = lockstep::train::RunOne(config, model, size);
-      if (!status.ok()) lockstep::parallel::Abort(status);
+      absl::Status status = lockstep::train::RunOne(config, model, size, *context, *env);
+      if (!status.ok()) return lockstep::parallel::ReportFatal(status);
     }
   }
   return 0;

@@ -1,12 +1,12 @@
 # cmake --install: the libraries with their headers under include/lockstep (included as in the
 # source tree: "train/model.h"), the binaries, and the package find_package(Lockstep) loads, with
-# the targets Lockstep::core, dataset, graph, ops, parallel, parallel_ops, ckpt, train and
-# inference.
+# the targets Lockstep::core, dataset, graph, ops, parallel, parallel_ops, ckpt, train, inference
+# and env_options (what the binaries read from the environment, for programs of one's own).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(lockstep_libraries)
-foreach(name core dataset graph ops parallel parallel_ops ckpt train inference)
+foreach(name core dataset graph ops parallel parallel_ops ckpt train inference env_options)
   set_target_properties(lockstep_${name} PROPERTIES EXPORT_NAME ${name})
   list(APPEND lockstep_libraries lockstep_${name})
 endforeach()

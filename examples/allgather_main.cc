@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "examples/env_options.h"
 #include "parallel/collective_util.h"
 #include "parallel/context.h"
 
@@ -56,15 +57,15 @@ std::string FormatBlocks(const Tensor& gathered, int ranks, int64_t count) {
 }
 
 // Times `iters` AllGathers; rank 0 prints the slowest rank's time and bandwidths.
-absl::Status TimeAllGathers(Communicator& comm, const Tensor& input, const Tensor& output,
-                            int iters) {
+absl::Status TimeAllGathers(Communicator& comm, Communicator& host_world, const Tensor& input,
+                            const Tensor& output, int iters) {
   LS_RETURN_IF_ERROR(comm.Barrier());
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) LS_RETURN_IF_ERROR(comm.AllGather(input, output));
   std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   Tensor seconds = Tensor::Empty({1}, DType::kF64);
   *seconds.data<double>() = elapsed.count() / iters;
-  LS_RETURN_IF_ERROR(CurrentContext().HostWorld()->AllReduce(seconds, ReduceOp::kMax));
+  LS_RETURN_IF_ERROR(host_world.AllReduce(seconds, ReduceOp::kMax));
   if (comm.rank() != 0) return absl::OkStatus();
   double time = *seconds.data<double>();
   // nccl-tests: algbw = bytes gathered / time; busbw = algbw * (n - 1) / n for AllGather.
@@ -78,7 +79,7 @@ absl::Status TimeAllGathers(Communicator& comm, const Tensor& input, const Tenso
 }
 
 template <typename T>
-absl::Status GatherRankIds(Communicator& comm, const Options& options) {
+absl::Status GatherRankIds(Communicator& comm, Communicator& host_world, const Options& options) {
   DType dtype = DTypeOf<T>();
   Tensor host_input = Tensor::Empty({options.count}, dtype);
   for (int64_t i = 0; i < options.count; ++i) host_input.data<T>()[i] = static_cast<T>(comm.rank());
@@ -92,15 +93,16 @@ absl::Status GatherRankIds(Communicator& comm, const Options& options) {
   std::cout << FormatBlocks<T>(gathered, comm.size(), options.count) << std::endl;
   LS_RETURN_IF_ERROR(CheckBlocks<T>(gathered, comm.size(), options.count));
   if (options.iters == 0) return absl::OkStatus();
-  return TimeAllGathers(comm, input, output, options.iters);
+  return TimeAllGathers(comm, host_world, input, output, options.iters);
 }
 
-absl::Status Run(const Options& options, Context& ctx) {
+absl::Status Run(const Options& options, const Context& ctx) {
   Device device = options.backend == "nccl" ? Device::CUDA(ctx.local_rank()) : Device::CPU();
   absl::StatusOr<std::shared_ptr<Communicator>> world = ctx.World(device);
   if (!world.ok()) return Annotate(world.status(), absl::StrCat("--backend ", options.backend));
-  return options.dtype == "int32" ? GatherRankIds<int32_t>(**world, options)
-                                  : GatherRankIds<float>(**world, options);
+  Communicator& host_world = *ctx.HostWorld();
+  return options.dtype == "int32" ? GatherRankIds<int32_t>(**world, host_world, options)
+                                  : GatherRankIds<float>(**world, host_world, options);
 }
 
 }  // namespace
@@ -108,7 +110,11 @@ absl::Status Run(const Options& options, Context& ctx) {
 
 int main(int argc, char** argv) {
   using lockstep::parallel::Options;
-  lockstep::parallel::Context& ctx = lockstep::parallel::Init(&argc, &argv);
+  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
+  if (!env.ok()) return lockstep::parallel::ReportFatal(env.status());
+  absl::StatusOr<lockstep::parallel::Context> ctx =
+      lockstep::parallel::Init(&argc, &argv, env->init);
+  if (!ctx.ok()) return lockstep::parallel::ReportFatal(ctx.status());
   Options options;
   CLI::App app{"Every rank contributes its rank id; every rank prints and checks the AllGather."};
   app.add_option("--backend", options.backend, "mpi (host memory) or nccl (GPU memory)")
@@ -120,7 +126,7 @@ int main(int argc, char** argv) {
   app.add_option("--iters", options.iters, "timed AllGathers after the check (0: none)")
       ->check(CLI::Range(0, 1 << 30));
   CLI11_PARSE(app, argc, argv);
-  absl::Status status = lockstep::parallel::Run(options, ctx);
-  if (!status.ok()) lockstep::parallel::Abort(status);
+  absl::Status status = lockstep::parallel::Run(options, *ctx);
+  if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;
 }

@@ -24,6 +24,7 @@
 #include "core/logging.h"
 #include "core/threads.h"
 #include "dataset/image_folder.h"
+#include "examples/env_options.h"
 #include "parallel/agree.h"
 #include "parallel/context.h"
 #include "train/checkpoint_callback.h"
@@ -251,7 +252,8 @@ absl::StatusOr<Device> ChooseDevice(const Flags& f, const parallel::Context& ctx
   return ctx.device();
 }
 
-absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Context& ctx) {
+absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Context& ctx,
+                                              const EnvOptions& env) {
   if (f.batch_size < ctx.size() || f.batch_size % ctx.size() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--batch-size ", f.batch_size, " does not divide among ", ctx.size(), " ranks"));
@@ -260,7 +262,10 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
                        .image_shape = {3, f.image_size, f.image_size},
                        .seed = f.seed,
                        .num_threads = f.threads,
-                       .accumulation_steps = f.grad_accum};
+                       .accumulation_steps = f.grad_accum,
+                       .context = ctx,
+                       .dump_dir = env.dump_dir};
+  options.config.Set(env.math);
   if (f.loss_scale == "dynamic") {
     options.dynamic_loss_scale = f.dynamic_scale;
   } else if (!absl::SimpleAtod(f.loss_scale, &options.loss_scale) || !(options.loss_scale > 0.0)) {
@@ -271,7 +276,8 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
   if (ctx.size() > 1) {
     options.parallel = {.mode = parallel::ParallelMode::kDataParallel,
                         .fusion_threshold_mb = f.fusion_mb,
-                        .sync_batch_norm = f.sync_bn};
+                        .sync_batch_norm = f.sync_bn,
+                        .overlap_communication = env.overlap_communication};
   }
   return options;
 }
@@ -331,13 +337,13 @@ std::string ValidationLine(const Flags& f) {
 }
 
 // Fills in the flags left to the model (the image size) and checks the rest.
-absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx) {
+absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const EnvOptions& env) {
   Job job;
   if (f.image_size <= 0) {
     LS_ASSIGN_OR_RETURN(f.image_size, models::DefaultImageSize(f.model));
     job.model_image_size = true;
   }
-  LS_ASSIGN_OR_RETURN(job.options, MakeModelOptions(f, ctx));
+  LS_ASSIGN_OR_RETURN(job.options, MakeModelOptions(f, ctx, env));
   LS_ASSIGN_OR_RETURN(job.data, OpenData(f, ctx, job.options.batch_size));
   LS_ASSIGN_OR_RETURN(job.net, models::ModelByName(f.model, job.data.classes));
   if (ctx.rank() == 0 && !f.summary_dir.empty()) {
@@ -350,10 +356,10 @@ absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx) {
   return job;
 }
 
-absl::Status Run(Flags f, const parallel::Context& ctx) {
+absl::Status Run(Flags f, const parallel::Context& ctx, const EnvOptions& env) {
   if (f.threads <= 0) f.threads = DefaultThreads(ctx.local_size());
   if (f.workers <= 0) f.workers = f.threads;
-  absl::StatusOr<Job> job = PrepareJob(f, ctx);
+  absl::StatusOr<Job> job = PrepareJob(f, ctx, env);
   // A set-up error is printed once for all ranks, not once by each.
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(job.status(), *ctx.HostWorld()));
   auto& [options, data, net, summary, model_image_size] = *job;
@@ -398,12 +404,16 @@ absl::Status Run(Flags f, const parallel::Context& ctx) {
 }  // namespace lockstep::train
 
 int main(int argc, char** argv) {
-  lockstep::parallel::Context& ctx = lockstep::parallel::Init(&argc, &argv);
+  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
+  if (!env.ok()) return lockstep::parallel::ReportFatal(env.status());
+  absl::StatusOr<lockstep::parallel::Context> ctx =
+      lockstep::parallel::Init(&argc, &argv, env->init);
+  if (!ctx.ok()) return lockstep::parallel::ReportFatal(ctx.status());
   lockstep::train::Flags flags;
   CLI::App app{"Data-parallel training on an ImageFolder tree, with checkpoints and resume."};
   lockstep::train::AddFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
-  absl::Status status = lockstep::train::Run(flags, ctx);
-  if (!status.ok()) lockstep::parallel::Abort(status);
+  absl::Status status = lockstep::train::Run(flags, *ctx, *env);
+  if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;
 }

@@ -9,6 +9,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Compile(std::unique_ptr<Graph> graph,
   PassContext ctx;
   ctx.device = options.device;
   ctx.shared_layouts = options.shared_layouts;
+  ctx.config = options.config;
   ctx.dump_dir = options.dump_dir;
   PassManager passes;
   if (options.autodiff) {

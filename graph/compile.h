@@ -17,14 +17,20 @@ struct CompileOptions {
   // Set to differentiate (training graphs); unset for forward-only graphs.
   std::optional<AutodiffOptions> autodiff;
   // Passes run in this order right after Autodiff (the optimizer update, the data-parallel
-  // passes); each factory makes a fresh pass for this compilation.
+  // passes); each factory makes a fresh pass for this compilation. Passes take their options
+  // from `config`, not from the factory.
   std::vector<std::function<std::unique_ptr<Pass>()>> after_autodiff;
   // Merge op pairs the device has one kernel for (FuseKernels); off to compare against.
   bool fuse_kernels = true;
   // An executor whose parameter and state buffers the new one uses instead of its own (an eval
   // graph beside its training graph); see Executor::Create.
   const Executor* share_buffers_with = nullptr;
-  std::string dump_dir;  // defaults to $LOCKSTEP_DUMP_GRAPH
+  // What the passes and kernels read (PassContext::config, KernelContext::config): the
+  // optimizer's and the data-parallel options, the communication groups of the collectives.
+  PassConfig config;
+  // Set: the graph as text before and after every pass, there (the binaries take it from
+  // $LOCKSTEP_DUMP_GRAPH).
+  std::string dump_dir;
 };
 
 // Runs the standard pipeline (Autodiff, the after_autodiff passes, FuseKernels, DeadCodeElim,

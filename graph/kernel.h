@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "core/tensor.h"
 #include "graph/graph.h"
+#include "graph/pass_config.h"
 
 namespace lockstep {
 
@@ -61,7 +62,14 @@ struct SharedLayouts {
 
 using LayoutFn = std::function<LayoutChoice(
     const Node& node, const std::vector<Layout>& producer_layouts, const SharedLayouts& shared)>;
-using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const Node& node)>;
+// What a kernel factory reads besides its node: where the kernel runs and the options of the
+// compilation (CompileOptions::config), e.g. the communication groups of collective kernels.
+struct KernelContext {
+  Device device;
+  const PassConfig& config;
+};
+using KernelFactory = std::function<absl::StatusOr<std::unique_ptr<Kernel>>(
+    const Node& node, const KernelContext& ctx)>;
 
 // Everything plain: the default.
 LayoutChoice PlainLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
@@ -87,7 +95,7 @@ struct KernelDef {
 // A factory for kernels whose constructor takes the node and cannot fail.
 template <typename K>
 KernelFactory MakeFactory() {
-  return [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+  return [](const Node& node, const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
     return std::make_unique<K>(node);
   };
 }

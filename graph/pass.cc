@@ -1,6 +1,5 @@
 #include "graph/pass.h"
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -23,10 +22,6 @@ absl::Status WriteDump(const std::string& dir, int index, absl::string_view pass
 }  // namespace
 
 absl::Status PassManager::Run(Graph& graph, PassContext& ctx) const {
-  if (ctx.dump_dir.empty()) {
-    const char* env = std::getenv("LOCKSTEP_DUMP_GRAPH");
-    if (env != nullptr) ctx.dump_dir = env;
-  }
   LS_RETURN_IF_ERROR(Annotate(VerifyGraph(graph), "input graph"));
   if (!ctx.dump_dir.empty()) LS_RETURN_IF_ERROR(WriteDump(ctx.dump_dir, 0, "input", graph));
   for (size_t i = 0; i < passes_.size(); ++i) {

@@ -15,6 +15,7 @@
 #include "core/layout.h"
 #include "core/status.h"
 #include "graph/graph.h"
+#include "graph/pass_config.h"
 
 namespace lockstep {
 
@@ -35,7 +36,10 @@ struct PassContext {
   // all the device's backend offers (a world of one, or ranks that agreed on everything).
   std::optional<std::vector<Layout>> shared_layouts;
   AutodiffOptions autodiff;
-  std::string dump_dir;  // LOCKSTEP_DUMP_GRAPH, read by the PassManager when empty
+  // The options of the other passes and of the kernels, by type (graph/pass_config.h).
+  PassConfig config;
+  // Set: the PassManager writes the graph there as text before and after every pass.
+  std::string dump_dir;
 };
 
 class Pass {

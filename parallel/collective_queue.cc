@@ -1,19 +1,11 @@
 #include "parallel/collective_queue.h"
 
-#include <cstdlib>
 #include <utility>
 
-#include "absl/strings/numbers.h"
-#include "core/logging.h"
 #include "core/whereabouts.h"
 #include "parallel/watchdog.h"
 
 namespace lockstep::parallel {
-namespace {
-
-constexpr double kDefaultTimeoutSeconds = 300;
-
-}  // namespace
 
 absl::Status CollectiveHandle::Wait(std::chrono::milliseconds timeout) {
   if (state_ == nullptr) return absl::OkStatus();  // nothing was submitted
@@ -77,20 +69,6 @@ void CollectiveQueue::Loop() {
     }
     work.state->cv.notify_all();
   }
-}
-
-std::chrono::milliseconds CollectiveTimeout() {
-  double seconds = kDefaultTimeoutSeconds;
-  if (const char* text = std::getenv("LOCKSTEP_COLLECTIVE_TIMEOUT_S")) {
-    double parsed = 0;
-    if (absl::SimpleAtod(text, &parsed) && parsed > 0) {
-      seconds = parsed;
-    } else {
-      LS_LOG(Warning) << "LOCKSTEP_COLLECTIVE_TIMEOUT_S='" << text
-                      << "' is not a positive number of seconds; using " << seconds;
-    }
-  }
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
 }  // namespace lockstep::parallel

@@ -21,7 +21,8 @@ namespace lockstep::parallel {
 // The outcome of one submitted collective.
 class CollectiveHandle {
  public:
-  // Blocks until the collective finished or `timeout` passed. A timeout is a
+  // Blocks until the collective finished or `timeout` passed (CommOptions::collective_timeout,
+  // parallel/options.h). A timeout is a
   // DeadlineExceeded error naming the collective (a rank died or took another path) and, in a
   // multi-rank job, where each rank is (parallel/watchdog.h).
   absl::Status Wait(std::chrono::milliseconds timeout);
@@ -63,9 +64,5 @@ class CollectiveQueue {
   bool stopping_ = false;
   std::thread thread_;
 };
-
-// How long a rank waits for a collective before it gives up: $LOCKSTEP_COLLECTIVE_TIMEOUT_S
-// seconds, 300 by default.
-std::chrono::milliseconds CollectiveTimeout();
 
 }  // namespace lockstep::parallel

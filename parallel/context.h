@@ -3,13 +3,16 @@
 // Process bootstrap. Under mpirun, Init starts MPI (MPI_Init_thread), learns the world rank and
 // size and the local rank (MPI_Comm_split_type SHARED), picks CUDA device = local rank, and
 // builds the world communicators: MPI for host memory and, in CUDA builds with a GPU, NCCL for
-// device memory (rank 0's ncclGetUniqueId travels by MPI_Bcast). Started without mpirun, the
-// process is a world of one and MPI is not started at all.
+// device memory (rank 0's ncclGetUniqueId travels by MPI_Bcast). Otherwise the process is a
+// world of one and MPI is not started at all. Whether mpirun started the process is the
+// caller's to say: the binaries tell it from the launcher's environment, with the other
+// settings they read there (examples/env_options.h).
 //
 //   int main(int argc, char** argv) {
-//     parallel::Context& ctx = parallel::Init(&argc, &argv);
+//     absl::StatusOr<parallel::Context> ctx = parallel::Init(&argc, &argv, {.mpi = true});
+//     if (!ctx.ok()) return parallel::ReportFatal(ctx.status());
 //     ...
-//     if (!status.ok()) parallel::Abort(status);   // prints "lockstep: [rank 3] error: ..."
+//     if (!status.ok()) return parallel::ReportFatal(status);  // "lockstep: [rank 3] error: ..."
 //   }
 
 #include <memory>
@@ -17,47 +20,68 @@
 #include "core/device.h"
 #include "core/status.h"
 #include "parallel/communicator.h"
+#include "parallel/options.h"
 
 namespace lockstep::parallel {
 
+struct InitOptions {
+  // The process was started by mpirun or another MPI launcher (srun): start MPI. Otherwise the
+  // process is a world of one.
+  bool mpi = false;
+  CommOptions comm;
+};
+
+// A handle to the parallel context: copies share it. Under MPI, MPI is finalized when the last
+// copy goes (after the communicators), so keep one for as long as the program communicates; the
+// communication groups (comm_group.h) hold one.
 class Context {
  public:
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  int local_rank() const { return local_rank_; }
-  int local_size() const { return local_size_; }
+  int rank() const { return state_->rank; }
+  int size() const { return state_->size; }
+  int local_rank() const { return state_->local_rank; }
+  int local_size() const { return state_->local_size; }
   // The device this rank computes on: CUDA(local_rank) when a GPU is present, else CPU.
-  Device device() const { return device_; }
-  // True when started by mpirun (even with -n 1).
-  bool launched_by_mpi() const { return launched_by_mpi_; }
+  Device device() const { return state_->device; }
+  // True when Init started MPI (InitOptions::mpi; even with -n 1).
+  bool launched_by_mpi() const { return state_->mpi_started; }
+  const CommOptions& comm_options() const { return state_->comm_options; }
 
   // The world communicator for tensors on `device`: MPI for the CPU, NCCL for CUDA.
   absl::StatusOr<std::shared_ptr<Communicator>> World(Device device) const;
-  std::shared_ptr<Communicator> HostWorld() const { return host_world_; }
+  std::shared_ptr<Communicator> HostWorld() const { return state_->host_world; }
 
  private:
-  friend Context& Init(int* argc, char*** argv);
   friend class ContextBuilder;
-  int rank_ = 0;
-  int size_ = 1;
-  int local_rank_ = 0;
-  int local_size_ = 1;
-  Device device_ = Device::CPU();
-  bool launched_by_mpi_ = false;
-  std::shared_ptr<Communicator> host_world_;
-  std::shared_ptr<Communicator> device_world_;  // null without a GPU
+  struct State {
+    State() = default;
+    State(const State&) = delete;
+    State& operator=(const State&) = delete;
+    ~State();  // under MPI: stops the watchdog, drops the communicators, finalizes MPI
+    int rank = 0;
+    int size = 1;
+    int local_rank = 0;
+    int local_size = 1;
+    Device device = Device::CPU();
+    CommOptions comm_options;
+    bool mpi_started = false;
+    bool finalize_mpi =
+        false;  // set once MPI started fully; a failed start leaves it to ReportFatal
+    std::shared_ptr<Communicator> host_world;
+    std::shared_ptr<Communicator> device_world;  // null without a GPU
+  };
+  explicit Context(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
 };
 
-// Idempotent: the first call bootstraps, later ones return the same context. MPI is finalized
-// at process exit. Failures to bootstrap are fatal (there is nothing to run without it).
-Context& Init(int* argc, char*** argv);
-// The context of an earlier Init, or a world of one when Init was never called.
-Context& CurrentContext();
+// Starts the parallel context. Under MPI it runs once per process (MPI cannot start twice); a
+// world of one may be made any number of times. When starting MPI fails after MPI_Init, MPI is
+// left running for ReportFatal to abort the job.
+absl::StatusOr<Context> Init(int* argc, char*** argv, const InitOptions& options = {});
 
-// Ends the whole job after an unrecoverable error: prints "lockstep: [rank R] error: <message>"
-// to stderr and, under MPI, calls MPI_Abort so that no rank is left waiting in a collective.
-// An error every rank agreed on (parallel/agree.h) is printed once, by rank 0, and each rank
-// exits with status 1.
-[[noreturn]] void Abort(const absl::Status& status);
+// For a binary's main after an unrecoverable error: prints "lockstep: [rank R] error: <message>"
+// to stderr and, under MPI, calls MPI_Abort so that no rank is left waiting in a collective. An
+// error every rank agreed on (parallel/agree.h) is printed once, by rank 0, and MPI is left to
+// finalize normally as every rank returns. Returns the exit status for main to return (1).
+int ReportFatal(const absl::Status& status);
 
 }  // namespace lockstep::parallel

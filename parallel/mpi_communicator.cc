@@ -1,7 +1,6 @@
 #include "parallel/mpi_communicator.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "parallel/collective_util.h"
 
@@ -59,13 +58,6 @@ absl::Status ForEachChunk(int64_t total, int64_t max_count, Run run) {
   return absl::OkStatus();
 }
 
-// LOCKSTEP_ALLREDUCE_SEGMENT_MB when set (MiB, 0 for none), else the default.
-size_t SegmentBytesFromEnvironment() {
-  const char* value = std::getenv("LOCKSTEP_ALLREDUCE_SEGMENT_MB");
-  if (value == nullptr || *value == '\0') return MpiCommunicator::kDefaultSegmentBytes;
-  return static_cast<size_t>(std::max(0.0, std::atof(value)) * (1 << 20));
-}
-
 template <typename T>
 void DivideElements(const Tensor& tensor, int divisor) {
   T* data = tensor.data<T>();
@@ -96,9 +88,9 @@ absl::Status MpiErrorStatus(int error, const char* call, const char* file, int l
 namespace {
 
 // The delete function of an attribute on MPI_COMM_SELF, which MPI_Finalize frees first: a
-// communicator still alive then (the world group's lives until exit, comm_group.h) frees its
-// duplicate there, which Open MPI would otherwise leak (LeakSanitizer). The key goes with it (MPI
-// releases it once the attribute is gone).
+// communicator still alive then (a comm group's or a test's, held past the Context's end) frees
+// its duplicate there, which Open MPI would otherwise leak (LeakSanitizer). The key goes with it
+// (MPI releases it once the attribute is gone).
 int FreeDuplicate(MPI_Comm /*self*/, int keyval, void* duplicate, void* /*extra*/) {
   MPI_Comm_free_keyval(&keyval);
   return MPI_Comm_free(static_cast<MPI_Comm*>(duplicate));
@@ -107,7 +99,8 @@ int FreeDuplicate(MPI_Comm /*self*/, int keyval, void* duplicate, void* /*extra*
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Comm comm,
-                                                                         int64_t max_count) {
+                                                                         int64_t max_count,
+                                                                         size_t segment_bytes) {
   LS_CHECK(max_count > 0 && max_count <= kMaxCount) << "max_count " << max_count;
   MPI_Comm dup;
   MPI_RETURN_IF_ERROR(MPI_Comm_dup(comm, &dup));
@@ -116,10 +109,10 @@ absl::StatusOr<std::shared_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Com
   MPI_RETURN_IF_ERROR(MPI_Comm_rank(dup, &result->rank_));
   MPI_RETURN_IF_ERROR(MPI_Comm_size(dup, &result->size_));
   // Rank 0's choice: every rank must cut an AllReduce into the same calls, and mpirun does not
-  // forward the variable to other hosts unless told to (-x).
-  unsigned long long segment_bytes = SegmentBytesFromEnvironment();
-  MPI_RETURN_IF_ERROR(MPI_Bcast(&segment_bytes, 1, MPI_UNSIGNED_LONG_LONG, 0, dup));
-  result->segment_bytes_ = static_cast<size_t>(segment_bytes);
+  // forward the environment (LOCKSTEP_ALLREDUCE_SEGMENT_MB) to other hosts unless told to (-x).
+  unsigned long long rank0_segment_bytes = segment_bytes;
+  MPI_RETURN_IF_ERROR(MPI_Bcast(&rank0_segment_bytes, 1, MPI_UNSIGNED_LONG_LONG, 0, dup));
+  result->segment_bytes_ = static_cast<size_t>(rank0_segment_bytes);
   MPI_RETURN_IF_ERROR(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, FreeDuplicate,
                                              &result->finalize_keyval_, nullptr));
   MPI_RETURN_IF_ERROR(MPI_Comm_set_attr(MPI_COMM_SELF, result->finalize_keyval_, &result->comm_));

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "parallel/communicator.h"
+#include "parallel/options.h"
 
 namespace lockstep::parallel {
 
@@ -17,18 +18,15 @@ class MpiCommunicator : public Communicator {
  public:
   // Elements one MPI call carries at most: MPI counts are int. Larger tensors go in chunks.
   static constexpr int64_t kMaxCount = std::numeric_limits<int>::max();
-  // An AllReduce of more bytes than this goes as back-to-back MPI_Allreduce calls of this size:
-  // Open MPI picks its algorithm by message size, and segments of a few MB beat one large call on
-  // every transport measured (BENCHMARKS.md, "Fused gradient AllReduce"). The environment
-  // variable LOCKSTEP_ALLREDUCE_SEGMENT_MB (rank 0's) overrides it; 0 sends each AllReduce as one
-  // call.
-  static constexpr size_t kDefaultSegmentBytes = size_t{2} << 20;
 
   // Works on a duplicate of `comm`, so that its messages never match the caller's, with
   // MPI_ERRORS_RETURN so that MPI errors come back as Status instead of ending the process.
-  // `max_count` lowers the chunk size (tests use it to cover the chunked paths).
-  static absl::StatusOr<std::shared_ptr<MpiCommunicator>> Create(MPI_Comm comm,
-                                                                 int64_t max_count = kMaxCount);
+  // `max_count` lowers the chunk size (tests use it to cover the chunked paths). AllReduces go
+  // in segments of rank 0's `segment_bytes` (CommOptions::allreduce_segment_bytes): every rank
+  // must cut them into the same calls.
+  static absl::StatusOr<std::shared_ptr<MpiCommunicator>> Create(
+      MPI_Comm comm, int64_t max_count = kMaxCount,
+      size_t segment_bytes = CommOptions().allreduce_segment_bytes);
   ~MpiCommunicator() override;  // frees the duplicate (or MPI_Finalize did)
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -65,7 +63,7 @@ class MpiCommunicator : public Communicator {
   int rank_;
   int size_;
   int64_t max_count_;
-  size_t segment_bytes_ = kDefaultSegmentBytes;
+  size_t segment_bytes_ = 0;
 };
 
 // An MPI error code as a Status naming the call, where it was made and MPI's error string.

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "ops/cuda/cuda_status.h"
 #include "core/device_memory.h"
+#include "ops/cuda/cuda_status.h"
 #include "parallel/collective_util.h"
 
 namespace lockstep::parallel {

@@ -1,7 +1,10 @@
 #pragma once
 
-// How a training graph is parallelised, as MindSpore's auto-parallel context describes it.
+// How a training graph is parallelised, as MindSpore's auto-parallel context describes it, and
+// how the communicators behave.
 
+#include <chrono>
+#include <cstddef>
 #include <vector>
 
 namespace lockstep::parallel {
@@ -20,6 +23,25 @@ struct ParallelOptions {
   std::vector<int> all_reduce_fusion_config;
   // Every BatchNorm2d normalises with statistics over the whole global batch (SyncBatchNorm).
   bool sync_batch_norm = false;
+  // Whether the gradient AllReduce runs on the communication thread while the backward goes on,
+  // or at its place in the step while the compute thread waits ($LOCKSTEP_OVERLAP_COMM=0 in the
+  // binaries). Waiting can be a little faster when the communication thread has no core of its
+  // own: sharing one with the backward, its copying, summing and cache traffic slow the
+  // backward by about what they hide (BENCHMARKS.md).
+  bool overlap_communication = true;
+};
+
+// How the communicators and their queues behave, for the life of a parallel::Context (given to
+// parallel::Init). The binaries read them from the environment (examples/env_options.h).
+struct CommOptions {
+  // How long a rank waits for a collective before it gives up and reports where every rank is
+  // ($LOCKSTEP_COLLECTIVE_TIMEOUT_S).
+  std::chrono::milliseconds collective_timeout = std::chrono::seconds(300);
+  // An MPI AllReduce of more bytes than this goes as back-to-back MPI_Allreduce calls of this
+  // size; 0 sends each as one call ($LOCKSTEP_ALLREDUCE_SEGMENT_MB). Open MPI picks its
+  // algorithm by message size, and segments of a few MB beat one large call on every transport
+  // measured (BENCHMARKS.md, "Fused gradient AllReduce"). Rank 0's value holds for the job.
+  size_t allreduce_segment_bytes = size_t{2} << 20;
 };
 
 }  // namespace lockstep::parallel

@@ -10,7 +10,6 @@
 #include "core/logging.h"
 #include "graph/serialize.h"
 #include "parallel/agree.h"
-#include "parallel/context.h"
 #include "train/model.h"
 #include "train/passes/apply_optimizer.h"
 
@@ -19,11 +18,6 @@ namespace {
 
 // What each rank tells the others after its save: (bytes, crc32).
 constexpr int64_t kRecordFields = 2;
-
-std::shared_ptr<parallel::Communicator> WorldOrDefault(
-    std::shared_ptr<parallel::Communicator> world) {
-  return world != nullptr ? std::move(world) : parallel::CurrentContext().HostWorld();
-}
 
 // `value` reduced over the ranks.
 absl::StatusOr<int64_t> AllReduceInt(int64_t value, parallel::ReduceOp op,
@@ -119,27 +113,30 @@ std::vector<std::string> RankLocalState(const Model& model, int world_size) {
 ModelCheckpoint::ModelCheckpoint(ckpt::CheckpointConfig config, std::string prefix,
                                  std::shared_ptr<parallel::Communicator> world,
                                  SaveErrorPolicy on_save_error)
-    : world_(WorldOrDefault(std::move(world))),
+    : world_(std::move(world)),
+      config_(std::move(config)),
       prefix_(std::move(prefix)),
-      manager_(std::move(config), prefix_, world_->rank(), world_->size()),
       on_save_error_(on_save_error) {}
 
 absl::Status ModelCheckpoint::OnTrainBegin(Model& model) {
   if (!fingerprint_.empty()) return absl::OkStatus();
   LS_RETURN_IF_ERROR(CheckCompiled(model));
+  if (world_ == nullptr) world_ = model.HostWorld();
+  manager_.emplace(config_, prefix_, world_->rank(), world_->size());
   const Graph& graph = model.train_executor()->graph();
   rank_local_ = RankLocalState(model, world_->size());
-  LS_RETURN_IF_ERROR(manager_.SaveGraphMeta(ToProto(graph)));
+  LS_RETURN_IF_ERROR(manager_->SaveGraphMeta(ToProto(graph)));
   fingerprint_ = Fingerprint(graph);
   return absl::OkStatus();
 }
 
 absl::Status ModelCheckpoint::OnStepEnd(Model& model, const StepInfo& step) {
+  LS_RETURN_IF_ERROR(OnTrainBegin(model));  // once, when Train did not call it
   // With gradient accumulation only the micro-batch that updates ends a step; the gradients
   // summed before it are not part of a checkpoint.
   mid_accumulation_ = model.global_step() != step.global_step;
   if (mid_accumulation_ ||
-      !manager_.ShouldSave(step.global_step, step.epoch, /*epoch_end=*/false)) {
+      !manager_->ShouldSave(step.global_step, step.epoch, /*epoch_end=*/false)) {
     return absl::OkStatus();
   }
   // The epoch's last step resumes at the next epoch's start. Its files are written once: were
@@ -150,8 +147,9 @@ absl::Status ModelCheckpoint::OnStepEnd(Model& model, const StepInfo& step) {
 }
 
 absl::Status ModelCheckpoint::OnEpochEnd(Model& model, const EpochInfo& epoch) {
+  LS_RETURN_IF_ERROR(OnTrainBegin(model));  // once, when Train did not call it
   if (mid_accumulation_ || last_saved_step_ == model.global_step() ||
-      !manager_.ShouldSave(model.global_step(), epoch.epoch, /*epoch_end=*/true)) {
+      !manager_->ShouldSave(model.global_step(), epoch.epoch, /*epoch_end=*/true)) {
     return absl::OkStatus();
   }
   return Save(model, epoch.epoch, epoch.first_step + epoch.steps, epoch.epoch, 0);
@@ -166,7 +164,7 @@ absl::Status ModelCheckpoint::Save(Model& model, int64_t epoch, int64_t step_in_
   state.step_in_epoch = step_in_epoch;
   state.scalars = {{kDataEpochName, data_epoch}, {kDataBatchName, data_batch}};
   absl::StatusOr<ckpt::WrittenFile> written =
-      manager_.SavesOnThisRank() ? manager_.Save(state) : ckpt::WrittenFile{};
+      manager_->SavesOnThisRank() ? manager_->Save(state) : ckpt::WrittenFile{};
   absl::Status committed = CommitOnRankZero(state, written);
   if (!committed.ok() && parallel::IsAgreedError(committed) &&
       on_save_error_ == SaveErrorPolicy::kContinue) {
@@ -175,7 +173,7 @@ absl::Status ModelCheckpoint::Save(Model& model, int64_t epoch, int64_t step_in_
   }
   LS_RETURN_IF_ERROR(committed);
   last_saved_step_ = state.global_step;
-  return manager_.SavesOnThisRank() ? manager_.Prune() : absl::OkStatus();
+  return manager_->SavesOnThisRank() ? manager_->Prune() : absl::OkStatus();
 }
 
 absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
@@ -198,22 +196,22 @@ absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
   std::string manifest;  // serialized
   if (world_->rank() == 0) {
     std::vector<ckpt::WrittenFile> files;
-    const int saving_ranks = manager_.config().all_ranks ? ranks : 1;
+    const int saving_ranks = manager_->config().all_ranks ? ranks : 1;
     for (int rank = 0; rank < saving_ranks; ++rank) {
       files.push_back({ckpt::CheckpointFileName(prefix_, rank, state.epoch, state.step_in_epoch),
                        static_cast<uint64_t>(all[rank * kRecordFields]),
                        static_cast<uint32_t>(all[rank * kRecordFields + 1])});
     }
     absl::StatusOr<ckpt::proto::Manifest> written =
-        manager_.Commit(state, files, fingerprint_, rank_local_);
+        manager_->Commit(state, files, fingerprint_, rank_local_);
     committed = written.status();
     if (written.ok()) manifest = written->SerializeAsString();
   }
   LS_ASSIGN_OR_RETURN(manifest, BroadcastFromRankZero(manifest, *world_));
-  if (world_->rank() != 0 && manager_.SavesOnThisRank() && !manifest.empty()) {
+  if (world_->rank() != 0 && manager_->SavesOnThisRank() && !manifest.empty()) {
     ckpt::proto::Manifest copy;
     committed = copy.ParseFromString(manifest)
-                    ? manager_.CopyManifest(copy)
+                    ? manager_->CopyManifest(copy)
                     : absl::InternalError("rank 0's manifest arrived garbled");
   }
   return parallel::AgreeAcrossRanks(
@@ -223,7 +221,7 @@ absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
 absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& directory,
                                           const std::string& prefix,
                                           std::shared_ptr<parallel::Communicator> world) {
-  world = WorldOrDefault(std::move(world));
+  if (world == nullptr) world = model.HostWorld();
   LS_RETURN_IF_ERROR(model.Compile());
   LS_ASSIGN_OR_RETURN(ckpt::RankState state, ModelState(model));
   // Each rank sees its own directory, which may be on a disk of its host alone; errors are

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,8 @@ enum class SaveErrorPolicy { kStop, kContinue };
 
 class ModelCheckpoint : public Callback {
  public:
-  // `world` is the host communicator of the ranks (parallel::CurrentContext().HostWorld() when
-  // null).
+  // `world` is the host communicator of the ranks; null takes the model's (Model::HostWorld)
+  // when training begins.
   ModelCheckpoint(ckpt::CheckpointConfig config, std::string prefix,
                   std::shared_ptr<parallel::Communicator> world = nullptr,
                   SaveErrorPolicy on_save_error = SaveErrorPolicy::kStop);
@@ -50,8 +51,6 @@ class ModelCheckpoint : public Callback {
   absl::Status OnTrainBegin(Model& model) override;
   absl::Status OnStepEnd(Model& model, const StepInfo& step) override;
   absl::Status OnEpochEnd(Model& model, const EpochInfo& epoch) override;
-
-  const ckpt::CheckpointManager& manager() const { return manager_; }
 
  private:
   // Saves this rank's state at the end of `epoch`'s step `step_in_epoch`; the data position
@@ -64,8 +63,9 @@ class ModelCheckpoint : public Callback {
                                 const absl::StatusOr<ckpt::WrittenFile>& written);
 
   std::shared_ptr<parallel::Communicator> world_;
+  ckpt::CheckpointConfig config_;
   std::string prefix_;
-  ckpt::CheckpointManager manager_;
+  std::optional<ckpt::CheckpointManager> manager_;  // made when training begins, for world_
   SaveErrorPolicy on_save_error_;
   std::string fingerprint_;              // of the training graph
   std::vector<std::string> rank_local_;  // state that differs across ranks
@@ -78,6 +78,7 @@ class ModelCheckpoint : public Callback {
 // moments, the global step, the epochs done and the data position. Errors are agreed across the
 // ranks. Train then continues that epoch at the next batch; run it for the epochs that remain
 // (total - model.epochs_done()). False, with the model untouched, when there is no complete step.
+// `world` as for ModelCheckpoint.
 absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& directory,
                                           const std::string& prefix,
                                           std::shared_ptr<parallel::Communicator> world = nullptr);

@@ -6,9 +6,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "graph/builder.h"
-#include "graph/compile.h"
 #include "graph/serialize.h"
-#include "parallel/comm_group.h"
 #include "parallel/passes/passes.h"
 #include "parallel/replicas.h"
 #include "parallel/shared_layouts.h"
@@ -87,7 +85,34 @@ Model::Model(LayerPtr net, Loss loss, Momentum optimizer, ModelOptions options)
     : net_(std::move(net)),
       loss_(std::move(loss)),
       optimizer_(std::move(optimizer)),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  if (options_.context.has_value()) {
+    groups_ = std::make_shared<parallel::CommGroups>(*options_.context);
+  }
+}
+
+std::shared_ptr<parallel::Communicator> Model::HostWorld() const {
+  return options_.context.has_value() ? options_.context->HostWorld()
+                                      : parallel::MakeSelfCommunicator();
+}
+
+absl::StatusOr<parallel::CommGroup*> Model::HostGroup() const {
+  if (groups_ == nullptr) {
+    return absl::InvalidArgumentError(
+        "data parallel needs ModelOptions::context, the parallel::Context of parallel::Init");
+  }
+  return groups_->Find(parallel::kWorldGroup, Device::CPU());
+}
+
+CompileOptions Model::BaseCompileOptions(const Executor* share_with) const {
+  CompileOptions compile{.device = options_.device,
+                         .shared_layouts = shared_layouts_,
+                         .share_buffers_with = share_with,
+                         .config = options_.config,
+                         .dump_dir = options_.dump_dir};
+  if (groups_ != nullptr) compile.config.Set(groups_);
+  return compile;
+}
 
 absl::Status Model::Compile() {
   if (train_.executor != nullptr) return absl::OkStatus();
@@ -97,8 +122,7 @@ absl::Status Model::Compile() {
         absl::StrCat("accumulation_steps must be at least 1, got ", options_.accumulation_steps));
   }
   if (data_parallel()) {
-    LS_ASSIGN_OR_RETURN(parallel::CommGroup * group,
-                        parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+    LS_ASSIGN_OR_RETURN(parallel::CommGroup * group, HostGroup());
     LS_ASSIGN_OR_RETURN(shared_layouts_,
                         parallel::AgreeSharedLayouts(*group->communicator, options_.device));
   }
@@ -116,12 +140,9 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
   LS_ASSIGN_OR_RETURN(NetGraph net,
                       BuildNetGraph(*net_, loss_, Mode::kTrain, options_.batch_size,
                                     options_.image_shape, options_.parallel.sync_batch_norm));
-  CompileOptions compile{
-      .device = options_.device,
-      .shared_layouts = shared_layouts_,
-      .autodiff = AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale},
-      .fuse_kernels = options_.fuse_kernels,
-      .share_buffers_with = share_with};
+  CompileOptions compile = BaseCompileOptions(share_with);
+  compile.autodiff = AutodiffOptions{.loss = "loss", .loss_scale = options_.loss_scale};
+  compile.fuse_kernels = options_.fuse_kernels;
   const bool dynamic_scale = options_.dynamic_loss_scale.has_value();
   if (dynamic_scale) {
     // Added where both graphs of gradient accumulation have it, so that they share it.
@@ -129,29 +150,24 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
     compile.autodiff->seeds = {{"loss", kLossScaleState}};
   }
   if (options_.accumulation_steps > 1) {
-    const MicroBatch role = updates ? MicroBatch::kLast : MicroBatch::kAccumulate;
-    compile.after_autodiff.push_back([role] { return CreateAccumulateGradientsPass(role); });
+    compile.config.Set(updates ? MicroBatch::kLast : MicroBatch::kAccumulate);
+    compile.after_autodiff.push_back(CreateAccumulateGradientsPass);
   }
   int64_t replicas = 1;
   if (updates && data_parallel()) {
-    const parallel::ParallelOptions parallel = options_.parallel;
-    compile.after_autodiff.push_back([] { return parallel::CreateInsertAllReducePass(); });
-    compile.after_autodiff.push_back(
-        [parallel] { return parallel::CreateFuseAllReducePass(parallel); });
-    if (parallel.gradients_mean) {
-      LS_ASSIGN_OR_RETURN(parallel::CommGroup * group,
-                          parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
-      replicas = group->communicator->size();
-    }
+    compile.config.Set(options_.parallel);
+    compile.after_autodiff.push_back(parallel::CreateInsertAllReducePass);
+    compile.after_autodiff.push_back(parallel::CreateFuseAllReducePass);
+    if (options_.parallel.gradients_mean) replicas = groups_->context().size();
   }
   if (updates) {
-    const ApplyOptimizerOptions update{.momentum = optimizer_.momentum,
-                                       .weight_decay = optimizer_.weight_decay,
-                                       .nesterov = optimizer_.nesterov,
-                                       .accumulation_steps = options_.accumulation_steps,
-                                       .replicas = replicas,
-                                       .dynamic_loss_scale = options_.dynamic_loss_scale};
-    compile.after_autodiff.push_back([update] { return CreateApplyOptimizerPass(update); });
+    compile.config.Set(ApplyOptimizerOptions{.momentum = optimizer_.momentum,
+                                             .weight_decay = optimizer_.weight_decay,
+                                             .nesterov = optimizer_.nesterov,
+                                             .accumulation_steps = options_.accumulation_steps,
+                                             .replicas = replicas,
+                                             .dynamic_loss_scale = options_.dynamic_loss_scale});
+    compile.after_autodiff.push_back(CreateApplyOptimizerPass);
   }
   StepGraph step;
   LS_ASSIGN_OR_RETURN(step.executor, ::lockstep::Compile(std::move(net.graph), compile));
@@ -169,8 +185,7 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
 // Every rank compiled the same graph and starts from the same parameters and state. The check
 // runs over the host communicator, on host copies of device buffers.
 absl::Status Model::SynchronizeReplicas() const {
-  LS_ASSIGN_OR_RETURN(parallel::CommGroup * group,
-                      parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+  LS_ASSIGN_OR_RETURN(parallel::CommGroup * group, HostGroup());
   const Executor& executor = *train_.executor;
   std::vector<Tensor> buffers = {executor.parameters(), executor.state()};
   const bool on_host = executor.device().type == DeviceType::kCPU;
@@ -179,8 +194,8 @@ absl::Status Model::SynchronizeReplicas() const {
     for (Tensor& buffer : host) buffer = Tensor::Empty(buffer.shape(), buffer.dtype());
     for (size_t i = 0; i < host.size(); ++i) host[i].CopyFrom(buffers[i]);
   }
-  LS_RETURN_IF_ERROR(parallel::SynchronizeReplicas(*group->communicator,
-                                                   Fingerprint(executor.graph()), host));
+  LS_RETURN_IF_ERROR(
+      parallel::SynchronizeReplicas(*group->communicator, Fingerprint(executor.graph()), host));
   if (!on_host) {
     for (size_t i = 0; i < host.size(); ++i) buffers[i].CopyFrom(host[i]);
   }
@@ -257,9 +272,7 @@ absl::StatusOr<Executor*> Model::EvalExecutor(int64_t batch_size) {
                       BuildNetGraph(*net_, loss_, Mode::kEval, batch_size, options_.image_shape));
   LS_ASSIGN_OR_RETURN(
       std::unique_ptr<Executor> executor,
-      ::lockstep::Compile(std::move(net.graph), {.device = options_.device,
-                                                 .shared_layouts = shared_layouts_,
-                                                 .share_buffers_with = train_.executor.get()}));
+      ::lockstep::Compile(std::move(net.graph), BaseCompileOptions(train_.executor.get())));
   return (eval_[batch_size] = std::move(executor)).get();
 }
 
@@ -294,8 +307,7 @@ absl::StatusOr<EvalResult> Model::Eval(DataSource& data) {
     sum[2] += static_cast<double>(n);
   }
   if (data_parallel()) {
-    LS_ASSIGN_OR_RETURN(parallel::CommGroup * group,
-                        parallel::FindGroup(parallel::kWorldGroup, Device::CPU()));
+    LS_ASSIGN_OR_RETURN(parallel::CommGroup * group, HostGroup());
     LS_RETURN_IF_ERROR(group->RunNow("evaluation counts", [&] {
       return group->communicator->AllReduce(sums, parallel::ReduceOp::kSum);
     }));

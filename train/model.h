@@ -17,7 +17,10 @@
 #include <optional>
 #include <vector>
 
+#include "graph/compile.h"
 #include "graph/executor.h"
+#include "parallel/comm_group.h"
+#include "parallel/context.h"
 #include "parallel/options.h"
 #include "train/callbacks.h"
 #include "train/data.h"
@@ -34,7 +37,7 @@ struct ModelOptions {
   Shape image_shape = {3, 224, 224};  // (C, H, W)
   uint64_t seed = 0;                  // parameter initialisation
   int num_threads = 0;                // OpenMP threads for the kernels; 0 keeps the setting
-  // Data parallel over the world communicator (parallel::Init); batch_size is per rank.
+  // Data parallel over the world communicator of `context`; batch_size is per rank.
   parallel::ParallelOptions parallel;
   // Micro-batches whose gradients are summed before one update (and one AllReduce).
   int64_t accumulation_steps = 1;
@@ -45,6 +48,14 @@ struct ModelOptions {
   Device device = Device::CPU();
   // Set: dynamic loss scaling instead of the fixed loss_scale (see DynamicLossScale).
   std::optional<DynamicLossScale> dynamic_loss_scale;
+  // The ranks the model communicates with (parallel::Init): data parallel and SyncBatchNorm
+  // need it; the model's collectives run in communication groups of its own over it.
+  std::optional<parallel::Context> context;
+  // What the passes and kernels of every graph the model compiles read, besides what the model
+  // sets itself (e.g. Float32MathOptions, ops/math_options.h).
+  PassConfig config;
+  // Set: each compilation writes its graph there as text before and after every pass.
+  std::string dump_dir;
 };
 
 struct EvalResult {
@@ -107,6 +118,11 @@ class Model {
   // of the next epoch already trained, at which Train starts that epoch.
   void SetTrainPosition(int64_t global_step, int64_t epochs_done, int64_t start_batch);
   const ModelOptions& options() const { return options_; }
+  // The host communicator of the ranks: the context's, or a world of one without a context.
+  std::shared_ptr<parallel::Communicator> HostWorld() const;
+  // The model's world group over the host communicator, for collectives of one's own between
+  // steps (in one order with the model's); an error without a context.
+  absl::StatusOr<parallel::CommGroup*> HostGroup() const;
 
  private:
   // One compiled training graph and views of its per-step inputs and its loss. With gradient
@@ -117,6 +133,9 @@ class Model {
     Tensor control;  // "lr" in the updating graph, "accumulate_beta" in the micro-batch one
     Tensor gradients_finite;  // the updating graph's, under dynamic loss scaling
   };
+  // What every compilation of the model shares: device, config (with the communication
+  // groups), dump directory.
+  CompileOptions BaseCompileOptions(const Executor* share_with) const;
   absl::StatusOr<StepGraph> CompileStepGraph(bool updates, const Executor* share_with);
   bool data_parallel() const {
     return options_.parallel.mode == parallel::ParallelMode::kDataParallel;
@@ -133,6 +152,8 @@ class Model {
   Loss loss_;
   Momentum optimizer_;
   ModelOptions options_;
+  // Over options_.context (null without one); outlives the executors, whose kernels use it.
+  std::shared_ptr<parallel::CommGroups> groups_;
   std::vector<ParameterSpec> parameters_;
   // What the ranks agreed parameters and state are stored in (parallel/shared_layouts.h); unset
   // without data parallelism. Every graph of the model shares it, so they share buffers.

@@ -10,6 +10,7 @@
 
 #include "dataset/image_folder.h"
 #include "dataset/sample_dataset.h"
+#include "examples/env_options.h"
 #include "parallel/context.h"
 #include "train/checkpoint_callback.h"
 #include "train/dataset_source.h"
@@ -36,7 +37,8 @@ train::LayerPtr SmallNet(int64_t classes) {
   return net;
 }
 
-absl::Status Run(const std::string& out, const parallel::Context& ctx) {
+absl::Status Run(const std::string& out, const parallel::Context& ctx,
+                 const lockstep::EnvOptions& env) {
   if (ctx.rank() == 0) {  // ten classes of 40x40 JPEGs, 16 of each to train on
     LS_RETURN_IF_ERROR(dataset::WriteSampleDataset(
         out + "/data", {.train_per_class = 16, .val_per_class = 0, .height = 40, .width = 40}));
@@ -49,8 +51,11 @@ absl::Status Run(const std::string& out, const parallel::Context& ctx) {
   train::DatasetSource data(images.Map(train::ClassificationTransforms(32, /*training=*/true))
                                 .Batch(batch, /*drop_remainder=*/true));
 
-  train::ModelOptions options{.batch_size = batch, .image_shape = {3, 32, 32}};
+  train::ModelOptions options{
+      .batch_size = batch, .image_shape = {3, 32, 32}, .context = ctx, .dump_dir = env.dump_dir};
+  options.config.Set(env.math);
   if (ctx.size() > 1) options.parallel.mode = parallel::ParallelMode::kDataParallel;
+  options.parallel.overlap_communication = env.overlap_communication;
   train::Model model(SmallNet(dataset::SampleClassNames().size()), train::SoftmaxCrossEntropy(),
                      train::Momentum{.lr = 0.05}, options);
   train::Callbacks callbacks = {std::make_shared<train::ModelCheckpoint>(
@@ -62,12 +67,17 @@ absl::Status Run(const std::string& out, const parallel::Context& ctx) {
 }
 
 int main(int argc, char** argv) {
-  parallel::Context& ctx = parallel::Init(&argc, &argv);
+  // The environment as the Lockstep binaries read it: whether mpirun started the process, the
+  // collective timeout and the other LOCKSTEP_* settings.
+  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
+  if (!env.ok()) return parallel::ReportFatal(env.status());
+  absl::StatusOr<parallel::Context> ctx = parallel::Init(&argc, &argv, env->init);
+  if (!ctx.ok()) return parallel::ReportFatal(ctx.status());
   if (argc != 2) {
     std::cerr << "usage: " << argv[0] << " OUT\n";
     return 2;
   }
-  absl::Status status = Run(argv[1], ctx);
-  if (!status.ok()) parallel::Abort(status);
+  absl::Status status = Run(argv[1], *ctx, *env);
+  if (!status.ok()) return parallel::ReportFatal(status);
   return 0;
 }

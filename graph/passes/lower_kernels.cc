@@ -18,7 +18,8 @@ class LowerKernelsPass : public Pass {
       if (node->IsInput()) continue;
       LS_ASSIGN_OR_RETURN(const KernelDef* def,
                           KernelRegistry::Global().Find(*node, ctx.device.type));
-      absl::StatusOr<std::unique_ptr<Kernel>> kernel = def->create(*node);
+      absl::StatusOr<std::unique_ptr<Kernel>> kernel =
+          def->create(*node, KernelContext{ctx.device, ctx.config});
       if (!kernel.ok()) return Annotate(kernel.status(), node->Describe());
       workspace = std::max(workspace, (*kernel)->WorkspaceBytes());
       node->kernel = std::move(*kernel);

@@ -234,7 +234,8 @@ LayoutChoice BackpropLayouts(const Node& node, const std::vector<Layout>& produc
 
 // oneDNN's filter-gradient kernel, or one matmul over the whole batch where oneDNN would run its
 // gemm-based kernel image by image (see conv_filter_matmul.h).
-absl::StatusOr<std::unique_ptr<Kernel>> CreateBackpropFilterKernel(const Node& node) {
+absl::StatusOr<std::unique_ptr<Kernel>> CreateBackpropFilterKernel(const Node& node,
+                                                                   const KernelContext&) {
   if (FilterGradByMatmulFits(node)) {
     std::string impl;
     try {
@@ -248,7 +249,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CreateBackpropFilterKernel(const Node& n
       return MakeFilterGradByMatmulKernel(node);
     }
   }
-  return dnnl_util::DnnlFactory<Conv2DBackpropFilterKernel>()(node);
+  return dnnl_util::MakeDnnlKernel<Conv2DBackpropFilterKernel>(node);
 }
 
 REGISTER_KERNEL({.op = "Conv2D",

@@ -146,7 +146,7 @@ bool FilterGradByMatmulFits(const Node& node) {
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeFilterGradByMatmulKernel(const Node& node) {
-  return dnnl_util::DnnlFactory<FilterGradByMatmulKernel>()(node);
+  return dnnl_util::MakeDnnlKernel<FilterGradByMatmulKernel>(node);
 }
 
 }  // namespace lockstep

@@ -33,17 +33,21 @@ dnnl::primitive_attr ScratchpadAttr();
 
 absl::Status ErrorStatus(const dnnl::error& e, const char* call, const char* file, int line);
 
-// A kernel factory for kernels that build oneDNN primitives in their constructor
-// K(node, args...): a dnnl::error there becomes a Status instead of escaping.
+// K(node, args...) for kernels that build oneDNN primitives in their constructor: a dnnl::error
+// there becomes a Status instead of escaping.
+template <typename K, typename... Args>
+absl::StatusOr<std::unique_ptr<Kernel>> MakeDnnlKernel(const Node& node, Args... args) {
+  try {
+    return std::make_unique<K>(node, args...);
+  } catch (const dnnl::error& e) {
+    return ErrorStatus(e, "building the kernel's primitive", __FILE__, __LINE__);
+  }
+}
+
+// A kernel factory for MakeDnnlKernel<K>(node, args...).
 template <typename K, typename... Args>
 KernelFactory DnnlFactory(Args... args) {
-  return [=](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    try {
-      return std::make_unique<K>(node, args...);
-    } catch (const dnnl::error& e) {
-      return ErrorStatus(e, "building the kernel's primitive", __FILE__, __LINE__);
-    }
-  };
+  return [=](const Node& node, const KernelContext&) { return MakeDnnlKernel<K>(node, args...); };
 }
 
 // A primitive plus its argument memories. Arguments are declared at compile time with Arg();

@@ -153,25 +153,31 @@ class BatchNormInferenceKernel : public NormKernel {
   BatchNormInferenceKernel() = default;
 };
 
-REGISTER_KERNEL({.op = "BatchNorm", .device = DeviceType::kCUDA, .create = [](const Node& node) {
+REGISTER_KERNEL({.op = "BatchNorm",
+                 .device = DeviceType::kCUDA,
+                 .create = [](const Node& node, const KernelContext&) {
                    return BatchNormKernel::Create(node, false);
                  }});
 REGISTER_KERNEL({.op = "BatchNormRelu",
                  .device = DeviceType::kCUDA,
-                 .create = [](const Node& node) { return BatchNormKernel::Create(node, true); }});
+                 .create = [](const Node& node, const KernelContext&) {
+                   return BatchNormKernel::Create(node, true);
+                 }});
 REGISTER_KERNEL({.op = "BatchNormGrad",
                  .device = DeviceType::kCUDA,
-                 .create = [](const Node& node) {
+                 .create = [](const Node& node, const KernelContext&) {
                    return BatchNormGradKernel::Create(node, false);
                  }});
 REGISTER_KERNEL({.op = "BatchNormReluGrad",
                  .device = DeviceType::kCUDA,
-                 .create = [](const Node& node) {
+                 .create = [](const Node& node, const KernelContext&) {
                    return BatchNormGradKernel::Create(node, true);
                  }});
 REGISTER_KERNEL({.op = "BatchNormInference",
                  .device = DeviceType::kCUDA,
-                 .create = BatchNormInferenceKernel::Create});
+                 .create = [](const Node& node, const KernelContext&) {
+                   return BatchNormInferenceKernel::Create(node);
+                 }});
 
 }  // namespace
 }  // namespace lockstep

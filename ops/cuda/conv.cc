@@ -69,9 +69,10 @@ absl::StatusOr<Perf> Choose(const std::array<Perf, kMaxAlgorithms>& perfs, int r
 
 class ConvKernel : public Kernel {
  public:
-  static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, Direction direction) {
+  static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, Direction direction,
+                                                        bool allow_tf32) {
     auto kernel = std::unique_ptr<ConvKernel>(new ConvKernel(direction, node.Describe()));
-    LS_RETURN_IF_ERROR(kernel->Build(node));
+    LS_RETURN_IF_ERROR(kernel->Build(node, allow_tf32));
     return kernel;
   }
 
@@ -85,7 +86,7 @@ class ConvKernel : public Kernel {
 
   // Descriptors from the node's shapes and attributes, checked against cuDNN's idea of the
   // output, then the algorithm.
-  absl::Status Build(const Node& node) {
+  absl::Status Build(const Node& node, bool allow_tf32) {
     const DType dtype = node.output()->dtype();
     const ConvShapes shapes = ShapesOf(node, direction_);
     LS_ASSIGN_OR_RETURN(x_, TensorDesc::Nchw(shapes.x, dtype));  // (N, C, H, W)
@@ -93,7 +94,7 @@ class ConvKernel : public Kernel {
     LS_ASSIGN_OR_RETURN(cuda::FilterDescFields filter, cuda::FilterFields(shapes.w, dtype));
     LS_ASSIGN_OR_RETURN(w_, FilterDesc::Create(filter));  // (O, C / groups, KH, KW)
     LS_ASSIGN_OR_RETURN(cuda::ConvDescFields conv, cuda::ConvFields(node.attrs, dtype));
-    if (!cuda::AllowTf32()) conv.math = CUDNN_FMA_MATH;
+    if (!allow_tf32) conv.math = CUDNN_FMA_MATH;
     LS_ASSIGN_OR_RETURN(conv_, ConvDesc::Create(conv));
     LS_ASSIGN_OR_RETURN(auto dims, cuda::ConvForwardOutputDims(conv_, x_, w_));
     const Shape y(dims.begin(), dims.end());  // (N, O, OH, OW)
@@ -198,7 +199,9 @@ class ConvKernel : public Kernel {
 };
 
 KernelFactory ConvFactory(Direction direction) {
-  return [direction](const Node& node) { return ConvKernel::Create(node, direction); };
+  return [direction](const Node& node, const KernelContext& ctx) {
+    return ConvKernel::Create(node, direction, cuda::AllowTf32(ctx));
+  };
 }
 
 REGISTER_KERNEL({.op = "Conv2D",

@@ -1,11 +1,10 @@
 #include "ops/cuda/cuda_util.h"
 
-#include <cstdlib>
 #include <map>
-#include <string>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "ops/math_options.h"
 
 namespace lockstep::cuda {
 namespace {
@@ -30,9 +29,9 @@ absl::Status CublasErrorStatus(cublasStatus_t status, const char* call, const ch
                                           cublasLtGetStatusString(status), ")"));
 }
 
-bool AllowTf32() {
-  const char* value = std::getenv("LOCKSTEP_CUDA_TF32");
-  return value == nullptr || std::string(value) != "0";
+bool AllowTf32(const KernelContext& ctx) {
+  const Float32MathOptions* math = ctx.config.Get<Float32MathOptions>();
+  return math == nullptr || math->allow_tf32;
 }
 
 absl::StatusOr<cudnnHandle_t> CudnnHandle(cudaStream_t stream) {

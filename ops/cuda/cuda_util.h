@@ -21,10 +21,10 @@ namespace lockstep::cuda {
 absl::Status CudnnErrorStatus(cudnnStatus_t status, const char* call, const char* file, int line);
 absl::Status CublasErrorStatus(cublasStatus_t status, const char* call, const char* file, int line);
 
-// Whether float32 convolutions and matmuls may use TF32 tensor cores (10-bit mantissa
-// operands, float32 accumulation), as PyTorch allows by default for convolutions:
-// $LOCKSTEP_CUDA_TF32=0 keeps them in full float32. Read when a kernel is built.
-bool AllowTf32();
+// Whether float32 convolutions and matmuls may use TF32 tensor cores: the compilation's
+// Float32MathOptions (ops/math_options.h), allowed when it sets none. Read when a kernel is
+// built.
+bool AllowTf32(const KernelContext& ctx);
 
 inline cudaStream_t StreamOf(const KernelIO& io) { return static_cast<cudaStream_t>(io.stream); }
 

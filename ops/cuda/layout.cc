@@ -12,7 +12,7 @@ namespace lockstep {
 namespace {
 
 // The layouts are checked once, when the graph is compiled: the values' and the attribute's.
-absl::StatusOr<std::unique_ptr<Kernel>> CreateReorder(const Node& node) {
+absl::StatusOr<std::unique_ptr<Kernel>> CreateReorder(const Node& node, const KernelContext&) {
   const Layout from = node.inputs[0]->layout;
   Layout target = Layout::kPlain;
   LS_CHECK(ParseLayout(node.attrs.GetString("layout"), &target)) << node.Describe();

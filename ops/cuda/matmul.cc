@@ -1,7 +1,7 @@
 // MatMul on cuBLASLt: descriptors and the algorithm are chosen once, when the kernel is built;
 // Run is one cublasLtMatmul on the compute stream. f32 inputs use TF32 tensor cores
 // (CUBLAS_COMPUTE_32F_FAST_TF32), as PyTorch does with allow_tf32 for matmuls, unless
-// cuda::AllowTf32() says no.
+// cuda::AllowTf32 says no.
 
 #include <memory>
 #include <type_traits>
@@ -61,10 +61,10 @@ absl::StatusOr<MatrixLayout> MakeLayout(const cuda::LtLayoutFields& fields) {
   return MatrixLayout(layout);
 }
 
-absl::StatusOr<MatmulDesc> MakeMatmulDesc(const cuda::MatMulLtFields& fields) {
+absl::StatusOr<MatmulDesc> MakeMatmulDesc(const cuda::MatMulLtFields& fields, bool allow_tf32) {
   cublasLtMatmulDesc_t desc = nullptr;
   const cublasComputeType_t compute =
-      cuda::AllowTf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F));
   MatmulDesc owned(desc);
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -76,7 +76,7 @@ absl::StatusOr<MatmulDesc> MakeMatmulDesc(const cuda::MatMulLtFields& fields) {
 
 class MatMulKernel : public Kernel {
  public:
-  static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node);
+  static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, const KernelContext& ctx);
   size_t WorkspaceBytes() const override { return workspace_bytes_; }
   absl::Status Run(const KernelIO& io) override;
 
@@ -90,13 +90,14 @@ class MatMulKernel : public Kernel {
   size_t workspace_bytes_ = 0;
 };
 
-absl::StatusOr<std::unique_ptr<Kernel>> MatMulKernel::Create(const Node& node) {
+absl::StatusOr<std::unique_ptr<Kernel>> MatMulKernel::Create(const Node& node,
+                                                             const KernelContext& ctx) {
   const cuda::MatMulLtFields fields = cuda::RowMajorMatMulFields(
       node.inputs[0]->shape(), node.inputs[1]->shape(), node.attrs.GetBool("transpose_a"),
       node.attrs.GetBool("transpose_b"));
   auto kernel = std::make_unique<MatMulKernel>();
   LS_ASSIGN_OR_RETURN(kernel->handle_, cuda::CublasLtHandle());
-  LS_ASSIGN_OR_RETURN(kernel->desc_, MakeMatmulDesc(fields));
+  LS_ASSIGN_OR_RETURN(kernel->desc_, MakeMatmulDesc(fields, cuda::AllowTf32(ctx)));
   LS_ASSIGN_OR_RETURN(kernel->a_, MakeLayout(fields.a));
   LS_ASSIGN_OR_RETURN(kernel->b_, MakeLayout(fields.b));
   LS_ASSIGN_OR_RETURN(kernel->d_, MakeLayout(fields.d));

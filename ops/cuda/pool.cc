@@ -170,12 +170,14 @@ REGISTER_KERNEL({.op = "AvgPoolGrad",
                  .create = MakeFactory<AvgPoolGradKernel>()});
 REGISTER_KERNEL({.op = "GlobalAvgPool",
                  .device = DeviceType::kCUDA,
-                 .create = [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+                 .create = [](const Node& node,
+                              const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
                    return std::make_unique<GlobalAvgPoolKernel>(node, false);
                  }});
 REGISTER_KERNEL({.op = "GlobalAvgPoolGrad",
                  .device = DeviceType::kCUDA,
-                 .create = [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+                 .create = [](const Node& node,
+                              const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
                    return std::make_unique<GlobalAvgPoolKernel>(node, true);
                  }});
 

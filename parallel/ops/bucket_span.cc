@@ -7,7 +7,7 @@
 
 namespace lockstep::parallel {
 
-Span ContiguousSpan(const Node& node) {
+Span ContiguousSpan(const Node& node, size_t alignment) {
   std::vector<size_t> order(node.inputs.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -17,7 +17,8 @@ Span ContiguousSpan(const Node& node) {
   size_t end = first.offset;
   for (size_t i : order) {
     const Value& value = *node.inputs[i];
-    if (value.alloc.region != first.region || value.alloc.offset != AlignUp(end)) return {};
+    if (value.alloc.region != first.region || value.alloc.offset != AlignUp(end, alignment))
+      return {};
     end = value.alloc.offset + value.bytes();
   }
   const size_t element = SizeOf(node.inputs[0]->dtype());

@@ -11,14 +11,15 @@
 
 namespace lockstep::parallel {
 
-// The inputs of `node` as one span of memory, when they are back to back in one region
-// (alignment padding between them is zeros in the gradient buffer and reduces to zeros).
+// The inputs of `node` as one span of memory, when they are back to back in one region, each at
+// the first multiple of the memory plan's `alignment` after the last (alignment padding between
+// them is zeros in the gradient buffer and reduces to zeros).
 struct Span {
   bool contiguous = false;
   size_t first_input = 0;  // the input at the lowest offset
   int64_t elements = 0;
 };
-Span ContiguousSpan(const Node& node);
+Span ContiguousSpan(const Node& node, size_t alignment);
 
 // What one run of the node reduces: the whole span as one tensor when contiguous, else every
 // output on its own.

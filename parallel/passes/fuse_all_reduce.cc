@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_join.h"
 #include "core/allocator.h"
+#include "core/backend.h"
 #include "graph/op_registry.h"
 #include "parallel/passes/passes.h"
 
@@ -22,16 +23,18 @@ struct Member {
 // as its last gradient is ready.
 class FuseAllReducePass : public Pass {
  public:
-  explicit FuseAllReducePass(ParallelOptions options) : options_(std::move(options)) {}
   absl::string_view name() const override { return "FuseAllReduce"; }
 
-  absl::Status Run(Graph& graph, PassContext&) override {
-    std::vector<Member> members = MembersInBackwardOrder(graph);
+  absl::Status Run(Graph& graph, PassContext& ctx) override {
+    LS_ASSIGN_OR_RETURN(const ParallelOptions* options,
+                        ctx.config.Require<ParallelOptions>(name()));
+    LS_ASSIGN_OR_RETURN(const Backend* backend, FindBackend(ctx.device.type));
+    std::vector<Member> members = MembersInBackwardOrder(graph, backend->alignment());
     if (members.empty()) {
       return absl::FailedPreconditionError(
           "no unfused gradient AllReduce to fuse: run InsertAllReduce first");
     }
-    LS_ASSIGN_OR_RETURN(std::vector<size_t> starts, BucketStarts(members));
+    LS_ASSIGN_OR_RETURN(std::vector<size_t> starts, BucketStarts(members, *options));
     starts.push_back(members.size());
     for (size_t b = 0; b + 1 < starts.size(); ++b) {
       std::vector<Member> bucket(members.begin() + starts[b], members.begin() + starts[b + 1]);
@@ -41,7 +44,7 @@ class FuseAllReducePass : public Pass {
   }
 
  private:
-  static std::vector<Member> MembersInBackwardOrder(const Graph& graph) {
+  static std::vector<Member> MembersInBackwardOrder(const Graph& graph, size_t alignment) {
     std::map<const Value*, Node*> all_reduce_of;  // gradient -> its AllReduce
     for (const auto& node : graph.nodes()) {
       if (node->op->name() == "AllReduce" && node->attrs.GetInt("fusion") == 0 &&
@@ -56,19 +59,20 @@ class FuseAllReducePass : public Pass {
       if (gradient == nullptr) continue;
       auto found = all_reduce_of.find(gradient->value);
       if (found == all_reduce_of.end()) continue;
-      members.push_back({found->second, AlignUp(gradient->value->bytes())});
+      members.push_back({found->second, AlignUp(gradient->value->bytes(), alignment)});
     }
     return members;
   }
 
   // Index of the first member of each bucket.
-  absl::StatusOr<std::vector<size_t>> BucketStarts(const std::vector<Member>& members) const {
+  static absl::StatusOr<std::vector<size_t>> BucketStarts(const std::vector<Member>& members,
+                                                          const ParallelOptions& options) {
     std::vector<size_t> starts = {0};
-    if (!options_.all_reduce_fusion_config.empty()) {
-      for (int index : options_.all_reduce_fusion_config) {
+    if (!options.all_reduce_fusion_config.empty()) {
+      for (int index : options.all_reduce_fusion_config) {
         if (index <= static_cast<int>(starts.back()) || index >= static_cast<int>(members.size())) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "all_reduce_fusion_config {", absl::StrJoin(options_.all_reduce_fusion_config, ", "),
+              "all_reduce_fusion_config {", absl::StrJoin(options.all_reduce_fusion_config, ", "),
               "} must be increasing split indices in (0, ", members.size(), "): the graph has ",
               members.size(), " gradients"));
         }
@@ -76,7 +80,7 @@ class FuseAllReducePass : public Pass {
       }
       return starts;
     }
-    const double threshold = options_.fusion_threshold_mb * 1024.0 * 1024.0;
+    const double threshold = options.fusion_threshold_mb * 1024.0 * 1024.0;
     double filled = 0.0;
     for (size_t i = 0; i < members.size(); ++i) {
       if (filled > 0.0 && filled + static_cast<double>(members[i].bytes) > threshold) {
@@ -117,14 +121,10 @@ class FuseAllReducePass : public Pass {
                          [&](const Member& m) { return m.node == &node; });
     });
   }
-
-  ParallelOptions options_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> CreateFuseAllReducePass(const ParallelOptions& options) {
-  return std::make_unique<FuseAllReducePass>(options);
-}
+std::unique_ptr<Pass> CreateFuseAllReducePass() { return std::make_unique<FuseAllReducePass>(); }
 
 }  // namespace lockstep::parallel

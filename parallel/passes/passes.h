@@ -4,7 +4,8 @@
 //   InsertAllReduce: every parameter gradient gets a summing AllReduce over the group (in
 //   place); ParallelOptions::gradients_mean is the optimizer's to apply.
 //   FuseAllReduce: those AllReduce nodes are merged into buckets of about fusion_threshold_mb,
-//   each a byte range of the flat gradient buffer, numbered by the "fusion" attribute.
+//   each a byte range of the flat gradient buffer, numbered by the "fusion" attribute. Its
+//   options are the ParallelOptions in PassContext::config.
 
 #include <memory>
 
@@ -14,6 +15,6 @@
 namespace lockstep::parallel {
 
 std::unique_ptr<Pass> CreateInsertAllReducePass();
-std::unique_ptr<Pass> CreateFuseAllReducePass(const ParallelOptions& options);
+std::unique_ptr<Pass> CreateFuseAllReducePass();
 
 }  // namespace lockstep::parallel

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_format.h"
 #include "core/threads.h"
+#include "examples/env_options.h"
 #include "parallel/context.h"
 
 namespace lockstep::parallel {
@@ -80,8 +81,12 @@ absl::Status Report(const Context& ctx) {
 }  // namespace lockstep::parallel
 
 int main(int argc, char** argv) {
-  lockstep::parallel::Context& ctx = lockstep::parallel::Init(&argc, &argv);
-  absl::Status status = lockstep::parallel::Report(ctx);
-  if (!status.ok()) lockstep::parallel::Abort(status);
+  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
+  if (!env.ok()) return lockstep::parallel::ReportFatal(env.status());
+  absl::StatusOr<lockstep::parallel::Context> ctx =
+      lockstep::parallel::Init(&argc, &argv, env->init);
+  if (!ctx.ok()) return lockstep::parallel::ReportFatal(ctx.status());
+  absl::Status status = lockstep::parallel::Report(*ctx);
+  if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;
 }

@@ -6,12 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "parallel/context.h"
+#include "tests/parallel/mpi_test_main.h"
 
 namespace lockstep::parallel {
 namespace {
 
-Communicator& World() { return *CurrentContext().HostWorld(); }
+Communicator& World() { return *TestContext().HostWorld(); }
 
 TEST(AgreeAcrossRanksTest, OkWhenEveryRankIsOk) {
   EXPECT_TRUE(AgreeAcrossRanks(absl::OkStatus(), World()).ok());

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <regex>
 #include <thread>
 #include <vector>
@@ -85,16 +84,6 @@ TEST(CollectiveQueueTest, DefaultHandleIsDone) {
   CollectiveHandle handle;
   EXPECT_TRUE(handle.done());
   EXPECT_TRUE(handle.Wait(milliseconds(0)).ok());
-}
-
-TEST(CollectiveQueueTest, TimeoutComesFromTheEnvironment) {
-  unsetenv("LOCKSTEP_COLLECTIVE_TIMEOUT_S");
-  EXPECT_EQ(CollectiveTimeout(), milliseconds(300000));
-  setenv("LOCKSTEP_COLLECTIVE_TIMEOUT_S", "2.5", 1);
-  EXPECT_EQ(CollectiveTimeout(), milliseconds(2500));
-  setenv("LOCKSTEP_COLLECTIVE_TIMEOUT_S", "soon", 1);
-  EXPECT_EQ(CollectiveTimeout(), milliseconds(300000));  // with a warning
-  unsetenv("LOCKSTEP_COLLECTIVE_TIMEOUT_S");
 }
 
 }  // namespace

@@ -11,13 +11,13 @@
 
 #include "core/logging.h"
 #include "parallel/collective_queue.h"
-#include "parallel/context.h"
 #include "parallel/mpi_communicator.h"
+#include "tests/parallel/mpi_test_main.h"
 
 namespace lockstep::parallel {
 namespace {
 
-Communicator& World() { return *CurrentContext().HostWorld(); }
+Communicator& World() { return *TestContext().HostWorld(); }
 
 // What rank `rank` holds at element `i`: small integers (quarters in floating types), so that
 // every sum is exact whatever order MPI adds in.
@@ -114,7 +114,7 @@ TYPED_TEST(CommunicatorTypedTest, BroadcastFromLastRank) {
 }
 
 TEST(CommunicatorTest, WorldMatchesMpirun) {
-  Context& ctx = CurrentContext();
+  const Context& ctx = TestContext();
   EXPECT_TRUE(ctx.launched_by_mpi());
   EXPECT_EQ(ctx.size(), std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")));
   EXPECT_EQ(ctx.rank(), std::atoi(std::getenv("OMPI_COMM_WORLD_RANK")));

@@ -4,12 +4,11 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
-#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "parallel/context.h"
+#include "tests/parallel/mpi_test_main.h"
 #include "tests/parallel/replica_training.h"
 
 namespace lockstep::testing {
@@ -19,7 +18,9 @@ constexpr int64_t kGlobalBatch = 32;
 constexpr int kSteps = 10;
 
 train::ModelOptions DataParallel(int64_t batch) {
-  return {.batch_size = batch, .parallel = {.mode = parallel::ParallelMode::kDataParallel}};
+  return {.batch_size = batch,
+          .parallel = {.mode = parallel::ParallelMode::kDataParallel},
+          .context = TestContext()};
 }
 
 // Every rank's CRC-32 of the model's flat parameter buffer.
@@ -28,14 +29,14 @@ std::vector<int64_t> ParameterCrcs(const train::Model& model) {
   Tensor mine = Tensor::Empty({1}, DType::kI64);
   mine.data<int64_t>()[0] = static_cast<int64_t>(
       crc32(0, static_cast<const Bytef*>(parameters.raw_data()), parameters.nbytes()));
-  const parallel::Context& ctx = parallel::CurrentContext();
+  const parallel::Context& ctx = TestContext();
   Tensor all = Tensor::Empty({ctx.size()}, DType::kI64);
   EXPECT_TRUE(ctx.HostWorld()->AllGather(mine, all).ok());
   return {all.data<int64_t>(), all.data<int64_t>() + ctx.size()};
 }
 
 void ExpectReplicasMatchOneProcess(const std::function<train::Model(train::ModelOptions)>& make) {
-  const parallel::Context& ctx = parallel::CurrentContext();
+  const parallel::Context& ctx = TestContext();
   ASSERT_EQ(kGlobalBatch % ctx.size(), 0);
   const int64_t per_rank = kGlobalBatch / ctx.size();
   const std::vector<train::Batch> batches = GlobalBatches(kSteps, kGlobalBatch);
@@ -71,25 +72,25 @@ TEST(DataParallelMpiTest, ReplicasWithBlockedWeightsMatchOneProcess) {
 // The gradient AllReduce overlapped with the backward on the communication thread, or waited
 // for where it stands: the same collectives in the same order, so bit-for-bit the same model.
 TEST(DataParallelMpiTest, OverlappedAndWaitedAllReduceTrainTheSame) {
-  const parallel::Context& ctx = parallel::CurrentContext();
+  const parallel::Context& ctx = TestContext();
   const int64_t per_rank = kGlobalBatch / ctx.size();
   const std::vector<train::Batch> batches = GlobalBatches(kSteps, kGlobalBatch);
   std::vector<train::Model> models;
   models.reserve(2);
-  for (const char* overlap : {"1", "0"}) {
-    setenv("LOCKSTEP_OVERLAP_COMM", overlap, /*overwrite=*/1);
-    models.push_back(MakeConvNet(DataParallel(per_rank), /*batch_norm=*/false));
+  for (const bool overlap : {true, false}) {
+    train::ModelOptions options = DataParallel(per_rank);
+    options.parallel.overlap_communication = overlap;
+    models.push_back(MakeConvNet(options, /*batch_norm=*/false));
     train::Model& model = models.back();
     ASSERT_TRUE(TrainOnRows(model, batches, ctx.rank() * per_rank, per_rank).ok());
     int all_reduces = 0;
     for (const auto& node : model.train_executor()->graph().nodes()) {
       if (node->op->name() != "AllReduce") continue;
       ++all_reduces;
-      EXPECT_EQ(node->kernel->asynchronous(), overlap == std::string("1")) << node->Describe();
+      EXPECT_EQ(node->kernel->asynchronous(), overlap) << node->Describe();
     }
     EXPECT_GT(all_reduces, 0);
   }
-  unsetenv("LOCKSTEP_OVERLAP_COMM");
   EXPECT_EQ(MaxRelativeDifference(models[0], models[1]), 0.0);
   // Waited for in full, the AllReduce counts as exposed communication.
   EXPECT_GT(models[1].train_executor()->exposed_wait_seconds(), 0.0);
@@ -97,7 +98,7 @@ TEST(DataParallelMpiTest, OverlappedAndWaitedAllReduceTrainTheSame) {
 
 // With SyncBatchNorm the replicas normalise over the global batch, as one process does.
 TEST(DataParallelMpiTest, SyncBatchNormMatchesOneProcessOnTheGlobalBatch) {
-  const parallel::Context& ctx = parallel::CurrentContext();
+  const parallel::Context& ctx = TestContext();
   const int64_t per_rank = kGlobalBatch / ctx.size();
   const std::vector<train::Batch> batches = GlobalBatches(kSteps, kGlobalBatch);
   train::ModelOptions options = DataParallel(per_rank);
@@ -110,7 +111,7 @@ TEST(DataParallelMpiTest, SyncBatchNormMatchesOneProcessOnTheGlobalBatch) {
 }
 
 TEST(DataParallelMpiTest, ADifferentGraphOnOneRankFailsOnEveryRank) {
-  const parallel::Context& ctx = parallel::CurrentContext();
+  const parallel::Context& ctx = TestContext();
   // Rank 1 accumulates two micro-batches: its updating graph adds the accumulators.
   train::ModelOptions options = DataParallel(4);
   if (ctx.rank() == 1) options.accumulation_steps = 2;

@@ -18,7 +18,7 @@ using parallel::ParallelMode;
 
 train::ModelOptions DataParallel(parallel::ParallelOptions parallel = {}) {
   parallel.mode = ParallelMode::kDataParallel;
-  return {.batch_size = 8, .parallel = parallel};
+  return {.batch_size = 8, .parallel = parallel, .context = WorldOfOne()};
 }
 
 std::vector<const Node*> AllReduceNodes(const train::Model& model) {

@@ -7,33 +7,38 @@
 //   the job to be terminated. The first process to do so was: ... Exit code: 3
 // Where the launcher does not (OMPI_MCA_orte_abort_on_non_zero_status=0, other launchers), the
 // survivors, waiting on the AllReduce through a CollectiveQueue, give up after
-// LOCKSTEP_COLLECTIVE_TIMEOUT_S, find rank 1 unresponsive (parallel/watchdog.h) and Abort:
+// LOCKSTEP_COLLECTIVE_TIMEOUT_S, find rank 1 unresponsive (parallel/watchdog.h) and report:
 // "lockstep: [rank 0] error: collective #1 AllReduce 'dead_rank/gradient' did not finish within
 // 2 s: a rank died or took another path; where each rank is: ... rank 1: unresponsive ...",
 // then MPI_Abort ends the job with exit code 1.
 
 #include <cstdlib>
 
+#include "examples/env_options.h"
 #include "parallel/collective_queue.h"
 #include "parallel/context.h"
 
 namespace lockstep::parallel {
 namespace {
 
-[[noreturn]] void Run(int argc, char** argv) {
-  Context& ctx = Init(&argc, &argv);
-  if (ctx.rank() == 1) std::_Exit(3);
-  std::shared_ptr<Communicator> world = ctx.HostWorld();
+int Run(int argc, char** argv) {
+  absl::StatusOr<EnvOptions> env = ReadEnvOptions();
+  if (!env.ok()) return ReportFatal(env.status());
+  absl::StatusOr<Context> ctx = Init(&argc, &argv, env->init);
+  if (!ctx.ok()) return ReportFatal(ctx.status());
+  if (ctx->rank() == 1) std::_Exit(3);
+  std::shared_ptr<Communicator> world = ctx->HostWorld();
   Tensor gradient = Tensor::Zeros({1024}, DType::kF32);
   CollectiveQueue queue;
   CollectiveHandle handle = queue.Submit(
       "AllReduce 'dead_rank/gradient'", [&] { return world->AllReduce(gradient, ReduceOp::kSum); });
-  absl::Status status = handle.Wait(CollectiveTimeout());
+  absl::Status status = handle.Wait(ctx->comm_options().collective_timeout);
   // Success is a failure too: the AllReduce cannot finish without rank 1.
-  Abort(status.ok() ? absl::InternalError("the AllReduce finished without rank 1") : status);
+  return ReportFatal(status.ok() ? absl::InternalError("the AllReduce finished without rank 1")
+                                 : status);
 }
 
 }  // namespace
 }  // namespace lockstep::parallel
 
-int main(int argc, char** argv) { lockstep::parallel::Run(argc, argv); }
+int main(int argc, char** argv) { return lockstep::parallel::Run(argc, argv); }

@@ -25,6 +25,11 @@ train::Model MakeModel(train::LayerPtr net, train::ModelOptions options) {
 
 }  // namespace
 
+const parallel::Context& WorldOfOne() {
+  static const parallel::Context context = parallel::Init(nullptr, nullptr).value();
+  return context;
+}
+
 train::Model MakeLeNet(train::ModelOptions options) {
   return MakeModel(train::models::LeNet5(train::testing::kShapeClasses, 1), options);
 }

@@ -12,6 +12,9 @@ namespace lockstep::testing {
 
 inline constexpr int64_t kImageSize = 16;
 
+// This process alone as a parallel context (parallel::Init without MPI), made once.
+const parallel::Context& WorldOfOne();
+
 // LeNet-5 (4 classes, 1 channel, 16x16), Momentum(0.05, 0.9, weight decay 1e-4). The options'
 // batch size is the per-rank (or per-micro-batch) batch.
 train::Model MakeLeNet(train::ModelOptions options);

@@ -20,9 +20,9 @@ bool HasGpu() {
 }
 
 void ExpectCudaMatchesCpu(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
-                          double tolerance) {
-  const std::vector<std::vector<float>> cpu = RunForward(inputs, build, Device::CPU());
-  const std::vector<std::vector<float>> gpu = RunForward(inputs, build, Device::CUDA(0));
+                          double tolerance, const PassConfig& config) {
+  const std::vector<std::vector<float>> cpu = RunForward(inputs, build, Device::CPU(), config);
+  const std::vector<std::vector<float>> gpu = RunForward(inputs, build, Device::CUDA(0), config);
   ASSERT_EQ(cpu.size(), gpu.size());
   ASSERT_FALSE(cpu.empty()) << "the subgraph has no f32 or i32 output to compare";
   for (size_t k = 0; k < cpu.size(); ++k) {
@@ -40,11 +40,11 @@ void ExpectCudaMatchesCpu(const std::vector<GradCheckInput>& inputs, const Build
 }
 
 void ExpectCudaOpMatchesCpu(const std::string& op, const std::vector<GradCheckInput>& inputs,
-                            const Attrs& attrs, double tolerance) {
+                            const Attrs& attrs, double tolerance, const PassConfig& config) {
   ExpectCudaMatchesCpu(
       inputs,
       [&](Builder& b, const std::vector<Value*>& values) { return b.Op(op, values, attrs); },
-      tolerance);
+      tolerance, config);
 }
 
 }  // namespace lockstep::testing

@@ -15,12 +15,13 @@ namespace lockstep::testing {
 bool HasGpu();
 
 // Every f32 and i32 output of `build` agrees between the CPU and CUDA (device 0) within
-// tolerance * max(1, max |cpu output|), element by element.
+// tolerance * max(1, max |cpu output|), element by element. `config` as for RunForward.
 void ExpectCudaMatchesCpu(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
-                          double tolerance = 1e-4);
+                          double tolerance = 1e-4, const PassConfig& config = {});
 // Shorthand for one op over the inputs.
 void ExpectCudaOpMatchesCpu(const std::string& op, const std::vector<GradCheckInput>& inputs,
-                            const Attrs& attrs = {}, double tolerance = 1e-4);
+                            const Attrs& attrs = {}, double tolerance = 1e-4,
+                            const PassConfig& config = {});
 
 }  // namespace lockstep::testing
 

@@ -23,8 +23,8 @@ std::string SeedName(size_t k) { return absl::StrCat("dy/", k); }
 
 // Builds the subgraph with every float output as a graph output; with `differentiate`, adds
 // a seed input per output and the backward pass for the differentiable inputs.
-Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
-               bool differentiate, Device device) {
+Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build, bool differentiate,
+               Device device, const PassConfig& config) {
   auto graph = std::make_unique<Graph>();
   Builder b(graph.get());
   std::vector<Value*> values;
@@ -62,7 +62,7 @@ Compiled Build(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
   for (const GradCheckInput& input : inputs) {
     if (input.differentiable) autodiff.wrt.push_back(input.name);
   }
-  CompileOptions options{.device = device};
+  CompileOptions options{.device = device, .config = config};
   if (differentiate) options.autodiff = autodiff;
   absl::StatusOr<std::unique_ptr<Executor>> executor = Compile(std::move(graph), options);
   EXPECT_TRUE(executor.ok()) << executor.status();
@@ -123,8 +123,8 @@ std::vector<float> NormalValues(const Shape& shape, uint64_t seed) {
 
 void ExpectGradientsMatch(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
                           const GradCheckOptions& options) {
-  Compiled backward = Build(inputs, build, /*differentiate=*/true, options.device);
-  Compiled forward = Build(inputs, build, /*differentiate=*/false, options.device);
+  Compiled backward = Build(inputs, build, /*differentiate=*/true, options.device, options.config);
+  Compiled forward = Build(inputs, build, /*differentiate=*/false, options.device, options.config);
   ASSERT_TRUE(backward.executor && forward.executor);
   std::vector<std::vector<float>> values, seeds;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -177,8 +177,9 @@ void ExpectOpGradientsMatch(const std::string& op, const std::vector<GradCheckIn
 }
 
 std::vector<std::vector<float>> RunForward(const std::vector<GradCheckInput>& inputs,
-                                           const BuildFn& build, Device device) {
-  Compiled forward = Build(inputs, build, /*differentiate=*/false, device);
+                                           const BuildFn& build, Device device,
+                                           const PassConfig& config) {
+  Compiled forward = Build(inputs, build, /*differentiate=*/false, device, config);
   if (!forward.executor) return {};
   std::vector<std::vector<float>> values;
   for (size_t i = 0; i < inputs.size(); ++i) values.push_back(InputValues(inputs[i], 1000 + i, 0));

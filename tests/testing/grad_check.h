@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/builder.h"
+#include "graph/pass_config.h"
 
 namespace lockstep::testing {
 
@@ -34,6 +35,9 @@ struct GradCheckOptions {
   double kink = 0.0;
   // Where the graph is compiled and run: the same check holds on every backend.
   Device device = Device::CPU();
+  // What the compilation's passes and kernels read (CompileOptions::config), e.g. the
+  // communication groups of collective ops.
+  PassConfig config;
 };
 
 using BuildFn = std::function<std::vector<Value*>(Builder& b, const std::vector<Value*>& inputs)>;
@@ -53,6 +57,7 @@ std::vector<float> NormalValues(const Shape& shape, uint64_t seed);
 // outputs as float vectors (for tests that compare against a reference or another backend).
 // Opaque outputs (u8 masks, argmax) are not returned.
 std::vector<std::vector<float>> RunForward(const std::vector<GradCheckInput>& inputs,
-                                           const BuildFn& build, Device device = Device::CPU());
+                                           const BuildFn& build, Device device = Device::CPU(),
+                                           const PassConfig& config = {});
 
 }  // namespace lockstep::testing

@@ -20,7 +20,7 @@
 #include "ckpt/inspect.h"
 #include "ckpt/manifest.h"
 #include "parallel/agree.h"
-#include "parallel/context.h"
+#include "tests/parallel/mpi_test_main.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/train/resume_util.h"
 #include "tests/train/shapes_data.h"
@@ -69,7 +69,9 @@ std::vector<std::string> AllPaths(const std::string& path, parallel::Communicato
 }
 
 Model DataParallelModel(uint64_t seed) {
-  return TinyModel({.seed = seed, .parallel = {.mode = parallel::ParallelMode::kDataParallel}});
+  return TinyModel({.seed = seed,
+                    .parallel = {.mode = parallel::ParallelMode::kDataParallel},
+                    .context = TestContext()});
 }
 
 // This rank's shard: 40 samples of its own (10 steps per epoch), shuffled every epoch.
@@ -95,7 +97,7 @@ void TrainStoppedAfterStep14(const std::string& directory, int rank) {
 }
 
 TEST(CheckpointMpiTest, DataParallelRunResumesBitForBitOnEveryRank) {
-  parallel::Context& ctx = parallel::CurrentContext();
+  const parallel::Context& ctx = TestContext();
   std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
   Model reference = DataParallelModel(1);
   ASSERT_TRUE(reference.Train(kEpochs, *RankData(ctx.rank())).ok());
@@ -126,7 +128,7 @@ TEST(CheckpointMpiTest, DataParallelRunResumesBitForBitOnEveryRank) {
 // lacks the newest manifest (its host stopped before copying it) makes every rank resume the
 // step before, bit for bit; with no step in common, resume fails alike on every rank.
 TEST(CheckpointMpiTest, RanksWithoutASharedDirectoryResumeTheNewestStepAllHave) {
-  parallel::Context& ctx = parallel::CurrentContext();
+  const parallel::Context& ctx = TestContext();
   std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
   Model reference = DataParallelModel(1);
   ASSERT_TRUE(reference.Train(kEpochs, *RankData(ctx.rank())).ok());
@@ -196,7 +198,7 @@ class FullDiskDuring : public Callback {
 // rank, its file and the reason, and step 3 stays the newest complete step; with kContinue the
 // ranks warn, train on, and save the later steps.
 TEST(CheckpointMpiTest, AFailedSaveOnOneRankIsToldToAllAndLosesNothing) {
-  parallel::Context& ctx = parallel::CurrentContext();
+  const parallel::Context& ctx = TestContext();
   const int last = ctx.size() - 1;
   SharedDir dir(*ctx.HostWorld());
   const ckpt::CheckpointConfig config{

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-
 #include "core/rng.h"
 #include "graph/pass.h"
+#include "ops/math_options.h"
 #include "tests/testing/backend_compare.h"
 #include "train/model.h"
 #include "train/models.h"
@@ -31,13 +31,18 @@ struct StepCase {
   parallel::ParallelMode mode = parallel::ParallelMode::kStandAlone;
 };
 
-Model ModelOn(Device device, const StepCase& c) {
+Model ModelOn(Device device, const StepCase& c, const Float32MathOptions& math = {}) {
   ModelOptions options{.batch_size = kBatch,
                        .image_shape = {3, c.size, c.size},
                        .seed = 7,
                        .fuse_kernels = c.fuse,
                        .device = device};
   options.parallel.mode = c.mode;
+  // Data parallel in a world of one: NCCL with one rank.
+  if (c.mode == parallel::ParallelMode::kDataParallel) {
+    options.context = parallel::Init(nullptr, nullptr).value();
+  }
+  options.config.Set(math);
   return Model(*models::ModelByName(c.model, kClasses), SoftmaxCrossEntropy(),
                Momentum{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4}, options);
 }
@@ -71,21 +76,17 @@ absl::StatusOr<Tensor> GradientOrState(const Model& model, const ParameterSpec& 
   return model.train_executor()->ReadOutput(GradientName(spec.name));
 }
 
-// With TF32 off ($LOCKSTEP_CUDA_TF32=0, read when kernels are built) the GPU computes in full
+// With TF32 off (Float32MathOptions, read when kernels are built) the GPU computes in full
 // float32 and agrees with the CPU to 1e-2 of every gradient's norm. With TF32 on (the default, as
 // PyTorch's for convolutions) rounding compounds through the backward: up to 20% on ResNet-18's
 // stem at 32x32, measured on an H100.
-class CudaStepTest : public ::testing::TestWithParam<StepCase> {
- protected:
-  void SetUp() override { setenv("LOCKSTEP_CUDA_TF32", "0", 1); }
-  void TearDown() override { unsetenv("LOCKSTEP_CUDA_TF32"); }
-};
+class CudaStepTest : public ::testing::TestWithParam<StepCase> {};
 
 // One training step: the loss, every gradient and every running statistic.
 TEST_P(CudaStepTest, MatchesTheCpu) {
   LS_SKIP_WITHOUT_GPU();
   Model cpu = ModelOn(Device::CPU(), GetParam());
-  Model gpu = ModelOn(Device::CUDA(0), GetParam());
+  Model gpu = ModelOn(Device::CUDA(0), GetParam(), {.allow_tf32 = false});
   const Batch batch = RandomBatch(3, GetParam().size);
   absl::StatusOr<double> cpu_loss = cpu.TrainStep(batch);
   absl::StatusOr<double> gpu_loss = gpu.TrainStep(batch);

@@ -8,7 +8,7 @@
 
 #include <limits>
 
-#include "parallel/context.h"
+#include "tests/parallel/mpi_test_main.h"
 #include "tests/train/resume_util.h"
 #include "tests/train/shapes_data.h"
 #include "train/dataset_source.h"
@@ -28,7 +28,8 @@ Model DataParallelModel() {
                 .image_shape = {3, 16, 16},
                 .seed = 3,
                 .parallel = {.mode = parallel::ParallelMode::kDataParallel},
-                .dynamic_loss_scale = DynamicLossScale{.initial = kInitialScale, .window = 100}});
+                .dynamic_loss_scale = DynamicLossScale{.initial = kInitialScale, .window = 100},
+                .context = TestContext()});
 }
 
 // This rank's kSteps batches of 4, in order.
@@ -48,7 +49,7 @@ std::map<std::string, std::string> TrainedBytes(const Model& model) {
 }
 
 TEST(LossScaleMpiTest, OverflowOnOneRankSkipsTheSameStepOnEvery) {
-  const parallel::Context& ctx = parallel::CurrentContext();
+  const parallel::Context& ctx = TestContext();
   const bool faulty_rank = ctx.rank() == ctx.size() - 1;
   Model faulty = DataParallelModel();
   std::unique_ptr<DataSource> data = RankData(ctx.rank());

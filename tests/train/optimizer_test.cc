@@ -54,7 +54,8 @@ std::unique_ptr<Graph> LinearLoss() {
 // LinearLoss compiled with the optimizer pass.
 std::unique_ptr<Executor> CompileLinear(const ApplyOptimizerOptions& options, double loss_scale) {
   CompileOptions compile{.autodiff = AutodiffOptions{.loss = "loss", .loss_scale = loss_scale}};
-  compile.after_autodiff.push_back([options] { return CreateApplyOptimizerPass(options); });
+  compile.config.Set(options);
+  compile.after_autodiff.push_back(CreateApplyOptimizerPass);
   auto executor = Compile(LinearLoss(), compile);
   EXPECT_TRUE(executor.ok()) << executor.status();
   return executor.ok() ? std::move(*executor) : nullptr;
@@ -99,9 +100,10 @@ TEST(ApplyOptimizerTest, UpdatesParametersAndMomentsInPlace) {
 // whose update of the parameter reads that gradient.
 TEST(ApplyOptimizerTest, GradientLinkSurvivesAccumulationAndTheUpdate) {
   CompileOptions compile{.autodiff = AutodiffOptions{}};
-  compile.after_autodiff.push_back([] { return CreateAccumulateGradientsPass(MicroBatch::kLast); });
-  compile.after_autodiff.push_back(
-      [] { return CreateApplyOptimizerPass({.accumulation_steps = 2}); });
+  compile.config.Set(MicroBatch::kLast);
+  compile.config.Set(ApplyOptimizerOptions{.accumulation_steps = 2});
+  compile.after_autodiff.push_back(CreateAccumulateGradientsPass);
+  compile.after_autodiff.push_back(CreateApplyOptimizerPass);
   auto executor = Compile(LinearLoss(), compile);
   ASSERT_TRUE(executor.ok()) << executor.status();
   const Graph& graph = (*executor)->graph();
@@ -125,7 +127,8 @@ TEST(ApplyOptimizerTest, NeedsGradients) {
   Builder b(&graph);
   graph.AddOutput("y", b.Op1("Relu", {b.Parameter("w", {3})}), OutputKind::kResult);
   PassContext ctx;
-  absl::Status status = CreateApplyOptimizerPass({})->Run(graph, ctx);
+  ctx.config.Set(ApplyOptimizerOptions{});
+  absl::Status status = CreateApplyOptimizerPass()->Run(graph, ctx);
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("Autodiff"), std::string::npos) << status;
 }
@@ -142,7 +145,8 @@ TEST(ApplyOptimizerTest, RejectsALearningRateInputOfTheWrongType) {
                    OutputKind::kResult);
   ASSERT_TRUE(b.status().ok()) << b.status();
   CompileOptions compile{.autodiff = AutodiffOptions{}};
-  compile.after_autodiff.push_back([] { return CreateApplyOptimizerPass({}); });
+  compile.config.Set(ApplyOptimizerOptions{});
+  compile.after_autodiff.push_back(CreateApplyOptimizerPass);
   auto executor = Compile(std::move(graph), compile);
   ASSERT_FALSE(executor.ok());
   EXPECT_NE(executor.status().message().find("learning-rate input 'lr' must be a f32[]"),

@@ -9,12 +9,12 @@ namespace {
 
 class AccumulateGradientsPass : public Pass {
  public:
-  explicit AccumulateGradientsPass(MicroBatch role) : role_(role) {}
   absl::string_view name() const override { return "AccumulateGradients"; }
 
-  absl::Status Run(Graph& graph, PassContext&) override {
+  absl::Status Run(Graph& graph, PassContext& ctx) override {
+    LS_ASSIGN_OR_RETURN(const MicroBatch* role, ctx.config.Require<MicroBatch>(name()));
     Builder b(&graph);
-    Value* beta = role_ == MicroBatch::kAccumulate ? b.Input(kAccumulateBetaInput, {}) : nullptr;
+    Value* beta = *role == MicroBatch::kAccumulate ? b.Input(kAccumulateBetaInput, {}) : nullptr;
     std::vector<GraphOutput> accumulated;
     bool any = false;
     for (GraphOutput& output : graph.outputs()) {
@@ -23,7 +23,7 @@ class AccumulateGradientsPass : public Pass {
       const std::string name = AccumulatorName(output.parameter->name);
       Value* accum = b.State(name, output.value->shape());
       b.SetNamePrefix(absl::StrCat("accumulate/", output.parameter->name, "/"));
-      if (role_ == MicroBatch::kLast) {
+      if (*role == MicroBatch::kLast) {
         output.value = b.Op1("Add", {output.value, accum});
       } else {
         accumulated.push_back({absl::StrCat("update/", name),
@@ -34,7 +34,7 @@ class AccumulateGradientsPass : public Pass {
     LS_RETURN_IF_ERROR(b.status());
     if (!any)
       return absl::FailedPreconditionError("no gradients to accumulate: run Autodiff first");
-    if (role_ == MicroBatch::kAccumulate) {
+    if (*role == MicroBatch::kAccumulate) {
       std::erase_if(graph.outputs(),
                     [](const GraphOutput& output) { return output.kind == OutputKind::kGradient; });
       for (GraphOutput& output : accumulated)
@@ -42,15 +42,12 @@ class AccumulateGradientsPass : public Pass {
     }
     return absl::OkStatus();
   }
-
- private:
-  MicroBatch role_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> CreateAccumulateGradientsPass(MicroBatch role) {
-  return std::make_unique<AccumulateGradientsPass>(role);
+std::unique_ptr<Pass> CreateAccumulateGradientsPass() {
+  return std::make_unique<AccumulateGradientsPass>();
 }
 
 std::string AccumulatorName(const std::string& parameter) {

@@ -17,9 +17,10 @@
 
 namespace lockstep::train {
 
+// Which of the two graphs a compilation makes: the pass reads it from PassContext::config.
 enum class MicroBatch { kAccumulate, kLast };
 
-std::unique_ptr<Pass> CreateAccumulateGradientsPass(MicroBatch role);
+std::unique_ptr<Pass> CreateAccumulateGradientsPass();
 
 // "accum.<parameter>".
 std::string AccumulatorName(const std::string& parameter);

@@ -9,10 +9,11 @@ namespace {
 
 class ApplyOptimizerPass : public Pass {
  public:
-  explicit ApplyOptimizerPass(const ApplyOptimizerOptions& options) : options_(options) {}
   absl::string_view name() const override { return "ApplyOptimizer"; }
 
   absl::Status Run(Graph& graph, PassContext& ctx) override {
+    LS_ASSIGN_OR_RETURN(const ApplyOptimizerOptions* options,
+                        ctx.config.Require<ApplyOptimizerOptions>(name()));
     std::vector<GraphOutput> gradients;
     for (const GraphOutput& output : graph.outputs()) {
       if (output.kind == OutputKind::kGradient) gradients.push_back(output);
@@ -22,16 +23,15 @@ class ApplyOptimizerPass : public Pass {
           "the graph has no parameter gradients to apply: run Autodiff first");
     }
     Builder b(&graph);
-    LS_ASSIGN_OR_RETURN(Value * lr, LearningRate(graph, b));
-    const bool dynamic = options_.dynamic_loss_scale.has_value();
+    LS_ASSIGN_OR_RETURN(Value * lr, LearningRate(graph, options->lr_input, b));
+    const bool dynamic = options->dynamic_loss_scale.has_value();
     // The dynamic scale is an input of Momentum; the attribute keeps the rest of the divisor.
     const double fixed_scale = dynamic ? 1.0 : ctx.autodiff.loss_scale;
-    const Attrs attrs{
-        {"momentum", options_.momentum},
-        {"weight_decay", options_.weight_decay},
-        {"nesterov", options_.nesterov},
-        {"loss_scale", fixed_scale * static_cast<double>(options_.accumulation_steps *
-                                                         options_.replicas)}};
+    const Attrs attrs{{"momentum", options->momentum},
+                      {"weight_decay", options->weight_decay},
+                      {"nesterov", options->nesterov},
+                      {"loss_scale", fixed_scale * static_cast<double>(options->accumulation_steps *
+                                                                       options->replicas)}};
     std::vector<Value*> scale_inputs;  // (loss_scale, finite) under dynamic loss scaling
     if (dynamic) {
       LS_ASSIGN_OR_RETURN(scale_inputs, CheckGradientsFinite(graph, gradients, b));
@@ -49,7 +49,8 @@ class ApplyOptimizerPass : public Pass {
       graph.AddOutput(absl::StrCat("update/", MomentName(parameter)), updated[1],
                       OutputKind::kUpdate);
     }
-    return dynamic ? UpdateLossScale(graph, scale_inputs, b) : absl::OkStatus();
+    return dynamic ? UpdateLossScale(graph, scale_inputs, *options->dynamic_loss_scale, b)
+                   : absl::OkStatus();
   }
 
  private:
@@ -74,14 +75,13 @@ class ApplyOptimizerPass : public Pass {
   }
 
   // After every Momentum has read the scale: UpdateLossScale, in place.
-  absl::Status UpdateLossScale(Graph& graph, const std::vector<Value*>& scale_inputs,
-                               Builder& b) const {
+  static absl::Status UpdateLossScale(Graph& graph, const std::vector<Value*>& scale_inputs,
+                                      const DynamicLossScale& scaling, Builder& b) {
     Value* good_steps = b.State(kLossScaleGoodStepsState, {}, DType::kI32);
     b.SetNamePrefix("loss_scale/");
     std::vector<Value*> updated =
         b.Op("UpdateLossScale", {scale_inputs[0], good_steps, scale_inputs[1]},
-             {{"factor", options_.dynamic_loss_scale->factor},
-              {"window", options_.dynamic_loss_scale->window}});
+             {{"factor", scaling.factor}, {"window", scaling.window}});
     LS_RETURN_IF_ERROR(b.status());
     graph.AddOutput(absl::StrCat("update/", kLossScaleState), updated[0], OutputKind::kUpdate);
     graph.AddOutput(absl::StrCat("update/", kLossScaleGoodStepsState), updated[1],
@@ -89,26 +89,23 @@ class ApplyOptimizerPass : public Pass {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<Value*> LearningRate(const Graph& graph, Builder& b) const {
-    const Node* existing = graph.FindInput(options_.lr_input);
-    if (existing == nullptr) return b.Input(options_.lr_input, {}, DType::kF32);
+  static absl::StatusOr<Value*> LearningRate(const Graph& graph, const std::string& lr_input,
+                                             Builder& b) {
+    const Node* existing = graph.FindInput(lr_input);
+    if (existing == nullptr) return b.Input(lr_input, {}, DType::kF32);
     const TensorType scalar{{}, DType::kF32};
     if (existing->role() != InputRole::kData || existing->output()->type != scalar) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "learning-rate input '", options_.lr_input, "' must be a f32[] data input, it is a ",
+          "learning-rate input '", lr_input, "' must be a f32[] data input, it is a ",
           InputRoleName(existing->role()), " ", TypeToString(existing->output()->type)));
     }
     return existing->output();
   }
-
-  ApplyOptimizerOptions options_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> CreateApplyOptimizerPass(const ApplyOptimizerOptions& options) {
-  return std::make_unique<ApplyOptimizerPass>(options);
-}
+std::unique_ptr<Pass> CreateApplyOptimizerPass() { return std::make_unique<ApplyOptimizerPass>(); }
 
 std::string MomentName(const std::string& parameter) { return absl::StrCat("moments.", parameter); }
 

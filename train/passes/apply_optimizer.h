@@ -48,8 +48,9 @@ struct ApplyOptimizerOptions {
 // updating p and its moment in place, whose outputs become the graph outputs "update/<p>" and
 // "update/moments.<p>" of kind kUpdate. The loss scale is the autodiff seed's
 // (PassContext::autodiff.loss_scale): Momentum divides it out. With dynamic loss scaling it adds
-// the nodes described at DynamicLossScale.
-std::unique_ptr<Pass> CreateApplyOptimizerPass(const ApplyOptimizerOptions& options);
+// the nodes described at DynamicLossScale. Its options are the ApplyOptimizerOptions in
+// PassContext::config.
+std::unique_ptr<Pass> CreateApplyOptimizerPass();
 
 // The state input holding a parameter's moment: "moments.<parameter>", as MindSpore names it.
 std::string MomentName(const std::string& parameter);

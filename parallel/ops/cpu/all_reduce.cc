@@ -1,10 +1,11 @@
 // The AllReduce kernel for host memory: one collective over the bucket's byte range (see
-// bucket_span.h). When OverlapCommunication() says so, Run queues it on the group's
+// bucket_span.h). When OverlapCommunication says so, Run queues it on the group's
 // communication thread and returns, so the rest of the backward overlaps it, and the executor
 // waits before the optimizer reads it; otherwise Run waits for it.
 
 #include <algorithm>
 
+#include "core/backend.h"
 #include "graph/kernel.h"
 #include "parallel/comm_group.h"
 #include "parallel/ops/bucket_span.h"
@@ -14,12 +15,12 @@ namespace {
 
 class AllReduceKernel : public Kernel {
  public:
-  AllReduceKernel(const Node& node, CommGroup* group, ReduceOp op)
-      : group_(group), op_(op), span_(ContiguousSpan(node)), label_(node.Describe()) {
+  AllReduceKernel(const Node& node, size_t alignment, CommGroup* group, ReduceOp op, bool overlap)
+      : group_(group), op_(op), span_(ContiguousSpan(node, alignment)), label_(node.Describe()) {
     // Arena memory may be reused by the next node, so only persistent buffers are overlapped.
-    asynchronous_ = OverlapCommunication() &&
-                    std::none_of(node.inputs.begin(), node.inputs.end(),
-                                 [](const Value* v) { return v->alloc.region == Region::kArena; });
+    asynchronous_ =
+        overlap && std::none_of(node.inputs.begin(), node.inputs.end(),
+                                [](const Value* v) { return v->alloc.region == Region::kArena; });
   }
 
   bool asynchronous() const override { return asynchronous_; }
@@ -37,7 +38,7 @@ class AllReduceKernel : public Kernel {
     return absl::OkStatus();
   }
 
-  absl::Status Wait() override { return handle_.Wait(CollectiveTimeout()); }
+  absl::Status Wait() override { return handle_.Wait(group_->options.collective_timeout); }
 
  private:
   // The executor's views never move, so this is done once.
@@ -54,10 +55,12 @@ class AllReduceKernel : public Kernel {
   CollectiveHandle handle_;
 };
 
-absl::StatusOr<std::unique_ptr<Kernel>> CreateAllReduce(const Node& node) {
+absl::StatusOr<std::unique_ptr<Kernel>> CreateAllReduce(const Node& node,
+                                                        const KernelContext& ctx) {
   LS_ASSIGN_OR_RETURN(ReduceOp op, ParseReduceOp(node.attrs.GetString("op")));
-  LS_ASSIGN_OR_RETURN(CommGroup * group, FindGroup(node.attrs.GetString("group"), Device::CPU()));
-  return std::make_unique<AllReduceKernel>(node, group, op);
+  LS_ASSIGN_OR_RETURN(CommGroup * group, GroupFor(node, ctx));
+  return std::make_unique<AllReduceKernel>(node, BackendOf(ctx.device).alignment(), group, op,
+                                           OverlapCommunication(ctx));
 }
 
 // Reduced in place, in whatever layout the gradients are kept.

@@ -185,8 +185,8 @@ class SyncBatchNormGradKernel : public SyncKernel {
 
 template <typename K>
 KernelFactory SyncFactory() {
-  return [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    LS_ASSIGN_OR_RETURN(CommGroup * group, FindGroup(node.attrs.GetString("group"), Device::CPU()));
+  return [](const Node& node, const KernelContext& ctx) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    LS_ASSIGN_OR_RETURN(CommGroup * group, GroupFor(node, ctx));
     return std::make_unique<K>(node, group);
   };
 }

@@ -6,8 +6,9 @@
 
 #include <algorithm>
 
-#include "ops/cuda/cuda_status.h"
+#include "core/backend.h"
 #include "graph/kernel.h"
+#include "ops/cuda/cuda_status.h"
 #include "parallel/comm_group.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/ops/bucket_span.h"
@@ -18,14 +19,17 @@ namespace {
 
 class NcclAllReduceKernel : public Kernel {
  public:
-  NcclAllReduceKernel(const Node& node, NcclCommunicator* communicator, ReduceOp op,
-                      cudaEvent_t done)
-      : communicator_(communicator), op_(op), span_(ContiguousSpan(node)), done_(done) {
+  NcclAllReduceKernel(const Node& node, size_t alignment, const NcclKernelParts& parts, ReduceOp op,
+                      bool overlap)
+      : communicator_(parts.communicator),
+        op_(op),
+        span_(ContiguousSpan(node, alignment)),
+        done_(parts.done) {
     // Arena memory may be rewritten by the next node on the compute stream, so only persistent
     // buffers are reduced behind it.
-    asynchronous_ = OverlapCommunication() &&
-                    std::none_of(node.inputs.begin(), node.inputs.end(),
-                                 [](const Value* v) { return v->alloc.region == Region::kArena; });
+    asynchronous_ =
+        overlap && std::none_of(node.inputs.begin(), node.inputs.end(),
+                                [](const Value* v) { return v->alloc.region == Region::kArena; });
   }
   ~NcclAllReduceKernel() override { cudaEventDestroy(done_); }
 
@@ -55,10 +59,12 @@ class NcclAllReduceKernel : public Kernel {
   std::vector<Tensor> tensors_;
 };
 
-absl::StatusOr<std::unique_ptr<Kernel>> CreateNcclAllReduce(const Node& node) {
+absl::StatusOr<std::unique_ptr<Kernel>> CreateNcclAllReduce(const Node& node,
+                                                            const KernelContext& ctx) {
   LS_ASSIGN_OR_RETURN(ReduceOp op, ParseReduceOp(node.attrs.GetString("op")));
-  LS_ASSIGN_OR_RETURN(NcclKernelParts parts, NcclPartsFor(node));
-  return std::make_unique<NcclAllReduceKernel>(node, parts.communicator, op, parts.done);
+  LS_ASSIGN_OR_RETURN(NcclKernelParts parts, NcclPartsFor(node, ctx));
+  return std::make_unique<NcclAllReduceKernel>(node, BackendOf(ctx.device).alignment(), parts, op,
+                                               OverlapCommunication(ctx));
 }
 
 REGISTER_KERNEL({.op = "AllReduce",

@@ -5,11 +5,8 @@
 
 namespace lockstep::parallel {
 
-absl::StatusOr<NcclKernelParts> NcclPartsFor(const Node& node) {
-  int device = 0;
-  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
-  LS_ASSIGN_OR_RETURN(CommGroup * group,
-                      FindGroup(node.attrs.GetString("group"), Device::CUDA(device)));
+absl::StatusOr<NcclKernelParts> NcclPartsFor(const Node& node, const KernelContext& ctx) {
+  LS_ASSIGN_OR_RETURN(CommGroup * group, GroupFor(node, ctx));
   auto* nccl = dynamic_cast<NcclCommunicator*>(group->communicator.get());
   if (nccl == nullptr) {
     return absl::FailedPreconditionError(

@@ -1,11 +1,11 @@
 #pragma once
 
 // What every collective kernel on CUDA starts from: the NCCL communicator of the node's group on
-// the current device, and an event of its own that marks when its collective is done.
+// the kernel's device, and an event of its own that marks when its collective is done.
 
 #include <cuda_runtime.h>
 
-#include "graph/graph.h"
+#include "graph/kernel.h"
 #include "parallel/nccl_communicator.h"
 
 namespace lockstep::parallel {
@@ -16,6 +16,6 @@ struct NcclKernelParts {
 };
 
 // Fails, naming the node, when the group's communicator is not NCCL.
-absl::StatusOr<NcclKernelParts> NcclPartsFor(const Node& node);
+absl::StatusOr<NcclKernelParts> NcclPartsFor(const Node& node, const KernelContext& ctx);
 
 }  // namespace lockstep::parallel

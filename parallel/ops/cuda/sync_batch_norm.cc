@@ -3,8 +3,8 @@
 // element-wise pass. The sums live in the kernel's workspace; the compute stream waits on the
 // reduction's event before reading them, so the host never blocks.
 
-#include "ops/cuda/cuda_status.h"
 #include "graph/kernel.h"
+#include "ops/cuda/cuda_status.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/ops/cuda/nccl_kernel.h"
 #include "parallel/ops/cuda/sync_batch_norm_kernels.h"
@@ -101,8 +101,8 @@ class SyncBatchNormGradKernel : public SyncKernel {
 
 template <typename K>
 KernelFactory SyncFactory() {
-  return [](const Node& node) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    LS_ASSIGN_OR_RETURN(NcclKernelParts parts, NcclPartsFor(node));
+  return [](const Node& node, const KernelContext& ctx) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    LS_ASSIGN_OR_RETURN(NcclKernelParts parts, NcclPartsFor(node, ctx));
     return std::make_unique<K>(node, parts.communicator, parts.done);
   };
 }
