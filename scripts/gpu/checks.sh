@@ -22,8 +22,7 @@ step() {  # step NAME COMMAND...: runs it, logs it, remembers a failure
 }
 
 tests() {
-  step cuda_core cuda_core_test
-  step ops_cuda ops_cuda_test
+  step ops_cuda ops_cuda_test  # the kernels against the CPU's, and the caching allocator
   step train_cuda train_cuda_test
   step sync_bn_cuda data_parallel_test --gtest_filter='*Cuda*'
 }
