@@ -75,5 +75,21 @@ TEST(MemoryPlanTest, ParametersAndGradientsAreViewsOfFlatBuffers) {
   EXPECT_EQ(executor->parameters().nbytes(), expected_offset);
 }
 
+// Memory the device does not have is an error naming the region, the bytes and the device, not
+// an abort: a graph whose data input alone needs 1 PiB (more than x86-64's address space).
+TEST(MemoryPlanTest, MemoryTheDeviceLacksIsAnErrorNamingIt) {
+  auto graph = std::make_unique<Graph>();
+  Builder b(graph.get());
+  Value* x = b.Input("x", {int64_t{1} << 48});
+  graph->AddOutput("y", b.Op1("Relu", {x}), OutputKind::kResult);
+  ASSERT_TRUE(b.status().ok()) << b.status();
+  auto executor = Compile(std::move(graph), {});
+  ASSERT_FALSE(executor.ok());
+  EXPECT_EQ(executor.status().code(), absl::StatusCode::kResourceExhausted) << executor.status();
+  EXPECT_NE(executor.status().message().find("allocating 1125899906842624 bytes on cpu"),
+            std::string::npos)
+      << executor.status();
+}
+
 }  // namespace
 }  // namespace lockstep
