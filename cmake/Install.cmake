@@ -1,7 +1,8 @@
 # cmake --install: the libraries with their headers under include/lockstep (included as in the
 # source tree: "train/model.h"), the binaries, and the package find_package(Lockstep) loads, with
 # the targets Lockstep::core, dataset, graph, ops, parallel, parallel_ops, ckpt, train, inference
-# and env_options (what the binaries read from the environment, for programs of one's own).
+# and env_options (what the binaries read from the environment, for programs of one's own), and
+# cuda_status in CUDA builds.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -10,6 +11,10 @@ foreach(name core dataset graph ops parallel parallel_ops ckpt train inference e
   set_target_properties(lockstep_${name} PROPERTIES EXPORT_NAME ${name})
   list(APPEND lockstep_libraries lockstep_${name})
 endforeach()
+if(LOCKSTEP_WITH_CUDA)
+  set_target_properties(lockstep_cuda_status PROPERTIES EXPORT_NAME cuda_status)
+  list(APPEND lockstep_libraries lockstep_cuda_status)
+endif()
 # The libraries of a sanitized build (cmake/Sanitize.cmake) call the sanitizer runtimes, so a
 # program linking them must link those too.
 if(LOCKSTEP_SANITIZE)

@@ -113,5 +113,19 @@ TEST(ReduceOpTest, NamesRoundTrip) {
   EXPECT_EQ(unknown.status().message(), "unknown reduce op 'prod'; known: sum, max, min, avg");
 }
 
+// The library knows it was built with CUDA exactly when CMake says so (the define travels with
+// lockstep_parallel's CUDA parts): without a GPU, a CUDA build has no GPU for the rank, a CPU-only
+// build no CUDA at all.
+TEST_F(WorldOfOneTest, KnowsWhetherTheBuildHasCuda) {
+  absl::Status status = context().World(Device::CUDA(0)).status();
+  if (context().device().type == DeviceType::kCUDA) {
+    EXPECT_TRUE(status.ok()) << status;
+    return;
+  }
+  const std::string expected = LOCKSTEP_CMAKE_WITH_CUDA ? "no GPU for this rank"
+                                                        : "this build has no CUDA support";
+  EXPECT_NE(status.message().find(expected), std::string::npos) << status;
+}
+
 }  // namespace
 }  // namespace lockstep::parallel
