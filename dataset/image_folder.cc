@@ -6,9 +6,10 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "core/logging.h"
 #include "dataset/file_io.h"
+#include "dataset/folder_walk.h"
 #include "dataset/sample_random.h"
 #include "dataset/sharding.h"
 #include "dataset/transforms.h"
@@ -18,91 +19,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ClassDir {
-  std::string name;
-  int32_t label;
-};
-
-absl::Status FsError(absl::string_view what, const fs::path& path, const std::error_code& error) {
-  return absl::Status(absl::ErrnoToStatusCode(error.value()),
-                      absl::StrCat(what, " '", path.string(), "': ", error.message()));
-}
-
-bool Hidden(const fs::path& path) { return path.filename().string().starts_with("."); }
-
-absl::Status CheckRoot(const fs::path& root) {
-  std::error_code error;
-  fs::file_status status = fs::status(root, error);
-  if (status.type() == fs::file_type::not_found) {
-    return absl::NotFoundError(
-        absl::StrCat("ImageFolder root '", root.string(), "' does not exist"));
-  }
-  if (error) return FsError("cannot read ImageFolder root", root, error);
-  if (status.type() != fs::file_type::directory) {
+// Labels by class name: class_indexing's, or the sorted names' order.
+absl::StatusOr<std::map<std::string, int32_t>> Labels(const std::vector<WalkedClass>& classes,
+                                                      const ImageFolderOptions& options,
+                                                      const std::string& root) {
+  if (classes.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("ImageFolder root '", root.string(), "' is not a directory"));
+        absl::StrCat("ImageFolder root '", root, "' has no class sub-directories"));
   }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<ClassDir>> ListClasses(const fs::path& root,
-                                                  const ImageFolderOptions& options) {
-  std::vector<ClassDir> classes;
-  std::error_code error;
-  for (const auto& [name, label] : options.class_indexing) {
-    fs::path dir = root / name;
-    if (!fs::is_directory(dir, error)) {
-      return absl::NotFoundError(
-          absl::StrCat("class folder '", dir.string(), "' (from class_indexing) does not exist"));
-    }
-    if (label < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("class_indexing gives '", name, "' the negative label ", label));
-    }
-    classes.push_back({name, label});
+  if (!options.class_indexing.empty()) return options.class_indexing;
+  std::map<std::string, int32_t> labels;
+  for (const WalkedClass& walked : classes) {
+    labels.emplace(walked.name, static_cast<int32_t>(labels.size()));
   }
-  if (!classes.empty()) return classes;
-
-  std::vector<std::string> names;
-  fs::directory_iterator it(root, error);
-  for (; !error && it != fs::directory_iterator(); it.increment(error)) {
-    if (it->is_directory(error) && !Hidden(it->path()))
-      names.push_back(it->path().filename().string());
-  }
-  if (error) return FsError("cannot list ImageFolder root", root, error);
-  if (names.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ImageFolder root '", root.string(), "' has no class sub-directories"));
-  }
-  std::sort(names.begin(), names.end());
-  for (size_t i = 0; i < names.size(); ++i) classes.push_back({names[i], static_cast<int32_t>(i)});
-  return classes;
-}
-
-bool Matches(const fs::path& file, const std::vector<std::string>& lowered_extensions) {
-  if (lowered_extensions.empty()) return true;
-  std::string name = absl::AsciiStrToLower(file.filename().string());
-  return std::any_of(lowered_extensions.begin(), lowered_extensions.end(),
-                     [&](const std::string& ext) { return absl::EndsWith(name, ext); });
-}
-
-// Every matching, non-hidden regular file under `dir`, recursively.
-absl::StatusOr<std::vector<std::string>> ListFiles(const fs::path& dir,
-                                                   const std::vector<std::string>& extensions) {
-  std::vector<std::string> files;
-  std::error_code error;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, error);
-  for (; !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
-    if (Hidden(it->path())) {
-      if (it->is_directory(error)) it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_regular_file(error) && Matches(it->path(), extensions)) {
-      files.push_back(it->path().string());
-    }
-  }
-  if (error) return FsError("cannot list class folder", dir, error);
-  return files;
+  return labels;
 }
 
 // The files of one class on the side of the split `hold_out` asks for.
@@ -136,28 +66,41 @@ absl::StatusOr<std::shared_ptr<ImageFolderSource>> ImageFolderSource::Open(
         absl::StrCat("the share of ", root, " held out for validation must be in [0, 1), got ",
                      options.hold_out.fraction));
   }
-  LS_RETURN_IF_ERROR(CheckRoot(root));
-  LS_ASSIGN_OR_RETURN(std::vector<ClassDir> classes, ListClasses(root, options));
+  std::vector<std::string> named;
+  for (const auto& [name, label] : options.class_indexing) {
+    if (label < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("class_indexing gives '", name, "' the negative label ", label));
+    }
+    named.push_back(name);
+  }
   std::vector<std::string> extensions;
   for (const std::string& ext : options.extensions)
     extensions.push_back(absl::AsciiStrToLower(ext));
+  LS_ASSIGN_OR_RETURN(FolderTree tree, WalkFolderTree(root, named, extensions));
+  if (!tree.skipped.empty()) {
+    LS_LOG(Warning) << "ImageFolder '" << root << "': " << DescribeSkipped(tree.skipped);
+  }
+  using LabelMap = std::map<std::string, int32_t>;
+  LS_ASSIGN_OR_RETURN(const LabelMap labels, Labels(tree.classes, options, root));
 
   std::shared_ptr<ImageFolderSource> source(new ImageFolderSource());
   std::vector<std::pair<std::string, int32_t>> samples;
-  for (const ClassDir& class_dir : classes) {
-    fs::path dir = fs::path(root) / class_dir.name;
-    LS_ASSIGN_OR_RETURN(std::vector<std::string> files, ListFiles(dir, extensions));
-    if (files.empty()) {
+  for (WalkedClass& walked : tree.classes) {
+    const fs::path dir = fs::path(root) / walked.name;
+    if (walked.files.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("class folder '", dir.string(),
                                                      "' has no image files (",
                                                      absl::StrJoin(options.extensions, " "), ")"));
     }
-    LS_ASSIGN_OR_RETURN(files,
-                        SideOfHoldOut(std::move(files), options.hold_out, class_dir.label, dir));
-    for (std::string& file : files) samples.emplace_back(std::move(file), class_dir.label);
-    size_t label = static_cast<size_t>(class_dir.label);
-    if (source->class_names_.size() <= label) source->class_names_.resize(label + 1);
-    source->class_names_[label] = class_dir.name;
+    const int32_t label = labels.at(walked.name);
+    LS_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                        SideOfHoldOut(std::move(walked.files), options.hold_out, label, dir));
+    for (std::string& file : files) samples.emplace_back(std::move(file), label);
+    if (source->class_names_.size() <= static_cast<size_t>(label)) {
+      source->class_names_.resize(label + 1);
+    }
+    source->class_names_[label] = walked.name;
   }
   std::sort(samples.begin(), samples.end());
   for (auto& [path, label] : samples) {
