@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ckpt/file_io.h"
+#include "core/json.h"
 #include "inference/onnx_registry.h"
 #include "onnx/checker.h"
 #include "train/dataset_source.h"
@@ -136,18 +137,14 @@ void AddMetadata(onnx::ModelProto* model, const std::string& key, const std::str
   entry->set_value(value);
 }
 
-// A JSON array of strings, so that names with commas survive.
+// A JSON array of strings, so that names with commas (or quotes, or newlines) survive.
 std::string JsonStrings(const std::vector<std::string>& names) {
-  std::vector<std::string> quoted;
-  for (const std::string& name : names) {
-    std::string q = "\"";
-    for (char c : name) {
-      if (c == '"' || c == '\\') q.push_back('\\');
-      q.push_back(c);
-    }
-    quoted.push_back(q + "\"");
-  }
-  return absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
+  return absl::StrCat("[",
+                      absl::StrJoin(names, ", ",
+                                    [](std::string* out, const std::string& name) {
+                                      out->append(JsonString(name));
+                                    }),
+                      "]");
 }
 
 void WriteMetadata(const Preprocessing& p, onnx::ModelProto* model) {
