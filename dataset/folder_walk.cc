@@ -73,31 +73,28 @@ absl::StatusOr<std::vector<fs::directory_entry>> SortedEntries(const fs::path& d
   std::error_code error;
   fs::directory_iterator it(dir, error);
   for (; !error && it != fs::directory_iterator(); it.increment(error)) entries.push_back(*it);
-  if (error) return FsError("cannot list", dir, error);
+  if (error) return FsError("cannot list ImageFolder directory", dir, error);
   std::sort(entries.begin(), entries.end());
   return entries;
 }
 
-// What a path is with links followed; `broken` holds why a link leads nowhere.
+// What a directory entry is with links followed; `broken` holds why a link leads nowhere. The
+// types come from the directory listing where it has them: one system call per link, not per file.
 struct Kind {
-  fs::file_status target;
-  bool link = false;
+  bool link = false, directory = false, regular = false;
   std::string broken;
 };
 
-absl::StatusOr<Kind> KindOf(const fs::path& path) {
+absl::StatusOr<Kind> KindOf(const fs::directory_entry& entry) {
   Kind kind;
   std::error_code error;
-  const fs::file_status own = fs::symlink_status(path, error);
-  if (error) return FsError("cannot read", path, error);
-  kind.link = fs::is_symlink(own);
-  if (!kind.link) {
-    kind.target = own;
-    return kind;
-  }
-  kind.target = fs::status(path, error);
-  if (error || !fs::exists(kind.target)) {
-    kind.broken = absl::StrCat("broken: ", error ? error.message() : "no target");
+  kind.link = entry.is_symlink(error);
+  if (!error) kind.directory = entry.is_directory(error);
+  if (!error) kind.regular = entry.is_regular_file(error);
+  if (error && kind.link) {
+    kind.broken = absl::StrCat("broken: ", error.message());
+  } else if (error) {
+    return FsError("cannot read", entry.path(), error);
   }
   return kind;
 }
@@ -188,12 +185,12 @@ class Walker {
       LS_ASSIGN_OR_RETURN(std::vector<fs::directory_entry> entries, SortedEntries(path));
       for (const fs::directory_entry& entry : entries) {
         if (Hidden(entry.path())) continue;
-        LS_ASSIGN_OR_RETURN(Kind kind, KindOf(entry.path()));
+        LS_ASSIGN_OR_RETURN(Kind kind, KindOf(entry));
         if (!kind.broken.empty()) {
           Skip(entry.path(), kind.broken);
-        } else if (fs::is_directory(kind.target) && kind.link) {
+        } else if (kind.directory && kind.link) {
           links_.push_back({entry.path(), class_index, below});
-        } else if (fs::is_directory(kind.target)) {
+        } else if (kind.directory) {
           LS_ASSIGN_OR_RETURN(DirId sub, IdOf(entry.path()));
           if (std::optional<std::string> reason = SkipReason(sub, class_index, below)) {
             Skip(entry.path(), *reason);  // the same directory mounted twice
@@ -203,7 +200,7 @@ class Walker {
           Chain inner = below;
           inner.push_back(sub);
           stack.emplace_back(entry.path(), std::move(inner));
-        } else if (fs::is_regular_file(kind.target) && Matches(entry.path(), extensions_)) {
+        } else if (kind.regular && Matches(entry.path(), extensions_)) {
           classes_[class_index].files.push_back(entry.path().string());
         }
       }
@@ -231,11 +228,11 @@ absl::StatusOr<Candidates> ListCandidates(const fs::path& root, Walker* walker) 
   LS_ASSIGN_OR_RETURN(std::vector<fs::directory_entry> entries, SortedEntries(root));
   for (const fs::directory_entry& entry : entries) {
     if (Hidden(entry.path())) continue;
-    LS_ASSIGN_OR_RETURN(Kind kind, KindOf(entry.path()));
+    LS_ASSIGN_OR_RETURN(Kind kind, KindOf(entry));
     const std::string name = entry.path().filename().string();
     if (!kind.broken.empty()) {
       walker->Skip(entry.path(), kind.broken);
-    } else if (fs::is_directory(kind.target)) {
+    } else if (kind.directory) {
       (kind.link ? candidates.links : candidates.dirs).push_back(name);
     }
   }
@@ -246,8 +243,9 @@ absl::StatusOr<Candidates> NamedCandidates(const fs::path& root,
                                            const std::vector<std::string>& class_names) {
   Candidates candidates;
   for (const std::string& name : class_names) {
-    LS_ASSIGN_OR_RETURN(Kind kind, KindOf(root / name));
-    if (!fs::is_directory(kind.target)) {
+    std::error_code ignored;  // a missing folder is the error below
+    LS_ASSIGN_OR_RETURN(Kind kind, KindOf(fs::directory_entry(root / name, ignored)));
+    if (!kind.directory) {
       return absl::NotFoundError(absl::StrCat("class folder '", (root / name).string(),
                                               "' (from class_indexing) does not exist"));
     }

@@ -159,11 +159,14 @@ TEST(DatasetFolderLinksTest, BrokenLinksAreSkipped) {
   const std::string root = MakeTree(dir);
   Link("missing.jpg", root + "/dots/gone.jpg");
   Link("../nowhere", root + "/zz");
+  Link("itself.jpg", root + "/lines/itself.jpg");
   Opened opened = Open(root);
   EXPECT_EQ(opened.samples, kTree);
   EXPECT_EQ(opened.class_names, kClasses);
   EXPECT_TRUE(OnceIn(opened.log, root + "/dots/gone.jpg -> missing.jpg (broken: "));
   EXPECT_TRUE(OnceIn(opened.log, root + "/zz -> ../nowhere (broken: "));
+  EXPECT_TRUE(OnceIn(opened.log, root + "/lines/itself.jpg -> itself.jpg (broken: "));
+  EXPECT_TRUE(OnceIn(opened.log, "skipped 3 links: "));
 }
 
 TEST(DatasetFolderLinksTest, LinkedFileIsAnImageOfItsClass) {
