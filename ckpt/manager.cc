@@ -108,7 +108,7 @@ absl::Status CheckpointManager::CopyManifest(const proto::Manifest& manifest) co
 // Resuming a directory that holds only another model's checkpoints is a mistake (the wrong
 // --model or --resume), not a fresh start.
 absl::Status CheckpointManager::CheckNoOtherModelOnly() const {
-  std::vector<std::string> unreadable;  // of other prefixes: ours were rejected before
+  std::vector<std::string> unreadable;  // of other prefixes: ResumableSteps counted ours
   absl::StatusOr<std::vector<proto::Manifest>> manifests =
       ListManifests(config_.directory, "", &unreadable);
   if (absl::IsNotFound(manifests.status())) return absl::OkStatus();

@@ -139,6 +139,10 @@ absl::Status ReportRejected(const ValidSteps& steps, const ckpt::proto::Manifest
 absl::Status CheckDirectory(const std::string& directory) {
   std::error_code error;
   const std::filesystem::file_status status = std::filesystem::status(directory, error);
+  if (error && error != std::errc::no_such_file_or_directory) {
+    return absl::UnavailableError(absl::StrCat("the checkpoint directory to resume from, ",
+                                               directory, ": ", error.message()));
+  }
   if (!std::filesystem::exists(status)) {
     return absl::NotFoundError(
         absl::StrCat("the checkpoint directory to resume from, ", directory, ", does not exist"));
