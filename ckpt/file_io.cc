@@ -138,7 +138,8 @@ absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& dir) {
   std::vector<std::string> names;
   for (; !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
     std::error_code type_error;
-    if (it->is_regular_file(type_error)) names.push_back(it->path().filename().string());
+    std::string name = it->path().filename().string();
+    if (it->is_regular_file(type_error) && !name.starts_with('.')) names.push_back(std::move(name));
   }
   if (error) return absl::UnavailableError(absl::StrCat("listing ", dir, ": ", error.message()));
   std::sort(names.begin(), names.end());

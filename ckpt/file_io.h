@@ -70,7 +70,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 // Writes `bytes` to `path` atomically (AtomicFile).
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes,
                                  absl::string_view tmp_suffix = ".tmp");
-// The names (not paths) of the regular files in `dir`, sorted.
+// The names (not paths) of the regular files in `dir` but the hidden ones (the lock), sorted.
 absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& dir);
 // Creates `dir` and its parents where missing.
 absl::Status MakeDirectories(const std::string& dir);

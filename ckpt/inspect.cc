@@ -4,17 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <optional>
 #include <set>
 #include <utility>
 
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "ckpt/file_io.h"
-#include "ckpt/graph_meta.h"
-#include "ckpt/naming.h"
-#include "ckpt/rank_state.h"
+#include "ckpt/manifest.h"
 
 namespace lockstep::ckpt {
 namespace {
@@ -41,86 +36,6 @@ std::string ListNames(const std::vector<std::string>& names) {
   if (names.size() > shown.size())
     absl::StrAppend(&list, " and ", names.size() - shown.size(), " more");
   return list;
-}
-
-// The first of `dirs` that holds `name`, joined with it; none when no directory does.
-std::optional<std::string> Locate(const std::vector<std::string>& dirs, const std::string& name) {
-  for (const std::string& dir : dirs) {
-    std::error_code error;
-    if (std::filesystem::exists(JoinPath(dir, name), error)) return JoinPath(dir, name);
-  }
-  return std::nullopt;
-}
-
-std::string Missing(const std::vector<std::string>& dirs, int rank, const std::string& name) {
-  if (dirs.size() == 1)
-    return absl::StrCat("rank ", rank, ": ", JoinPath(dirs[0], name), " is missing");
-  return absl::StrCat("rank ", rank, ": ", name, " is in none of ", absl::StrJoin(dirs, ", "));
-}
-
-void CheckManifest(const proto::Manifest& manifest, std::vector<std::string>* problems) {
-  if (manifest.world_size() < 1) {
-    problems->push_back(absl::StrCat("the manifest's world size is ", manifest.world_size()));
-    return;
-  }
-  std::set<int> ranks;
-  for (const proto::RankFile& file : manifest.files()) {
-    if (file.rank() < 0 || file.rank() >= manifest.world_size() ||
-        !ranks.insert(file.rank()).second) {
-      problems->push_back(
-          absl::StrCat("the manifest lists rank ", file.rank(), " out of range or twice"));
-    }
-  }
-  const int expected = manifest.all_ranks() ? manifest.world_size() : 1;
-  // The first few missing ranks, then a count: a corrupt world size may be two billion.
-  std::vector<std::string> missing;
-  for (int rank = 0; rank < expected && std::ssize(missing) < kMaxNamesListed; ++rank) {
-    if (!ranks.contains(rank)) missing.push_back(absl::StrCat(rank));
-  }
-  if (missing.empty()) return;
-  const int64_t listed =
-      std::count_if(ranks.begin(), ranks.end(), [&](int r) { return r < expected; });
-  const int64_t more = expected - listed - static_cast<int64_t>(missing.size());
-  problems->push_back(absl::StrCat("the manifest lists no file for rank ",
-                                   absl::StrJoin(missing, ", "),
-                                   more > 0 ? absl::StrCat(" and ", more, " more") : ""));
-}
-
-void CheckMeta(const std::vector<std::string>& dirs, const proto::Manifest& manifest, int rank,
-               std::vector<std::string>* problems) {
-  if (manifest.graph_fingerprint().empty()) return;
-  const std::string name = GraphMetaFileName(manifest.prefix(), rank);
-  const std::optional<std::string> found = Locate(dirs, name);
-  if (!found.has_value() && dirs.size() != 1) {
-    problems->push_back(Missing(dirs, rank, name));
-    return;
-  }
-  const std::string path = found.value_or(JoinPath(dirs[0], name));
-  absl::StatusOr<lockstep::proto::GraphDef> graph = ReadGraphMeta(path);
-  if (!graph.ok()) {
-    problems->push_back(absl::StrCat("rank ", rank, ": ", graph.status().message()));
-    return;
-  }
-  GraphSummary summary = SummarizeGraph(*graph);
-  if (!summary.fingerprint_matches || summary.fingerprint != manifest.graph_fingerprint()) {
-    problems->push_back(absl::StrCat(path, ": graph fingerprint ", summary.fingerprint,
-                                     summary.fingerprint_matches ? "" : " (not the graph's own)",
-                                     ", the manifest says ", manifest.graph_fingerprint()));
-  }
-}
-
-void CheckFile(const CheckpointData& data, const proto::Manifest& manifest,
-               const proto::RankFile& file, std::vector<std::string>* problems) {
-  if (data.stored_crc != file.crc32()) {
-    problems->push_back(absl::StrFormat("%s: CRC %08x, the manifest says %08x", data.path,
-                                        data.stored_crc, file.crc32()));
-  }
-  const absl::StatusOr<int64_t> epoch = data.Int64Scalar(kEpochName);
-  const absl::StatusOr<int64_t> step = data.Int64Scalar(kStepName);
-  if (!epoch.ok() || !step.ok() || *epoch != manifest.epoch() || *step != manifest.global_step()) {
-    problems->push_back(absl::StrCat(data.path, ": epoch_num/step_num are not the manifest's ",
-                                     manifest.epoch(), "/", manifest.global_step()));
-  }
 }
 
 // Every tensor of `other` must equal rank 0's, bit for bit, but the rank-local ones.
@@ -263,40 +178,15 @@ absl::StatusOr<proto::Manifest> FindManifest(const std::string& dir, const std::
 }
 
 VerifyReport VerifyStep(const std::vector<std::string>& dirs, const proto::Manifest& manifest) {
-  VerifyReport report;
-  CheckManifest(manifest, &report.problems);
-  std::vector<proto::RankFile> files(manifest.files().begin(), manifest.files().end());
-  std::sort(files.begin(), files.end(),
-            [](const proto::RankFile& a, const proto::RankFile& b) { return a.rank() < b.rank(); });
-  std::optional<CheckpointData> rank0;
-  for (const proto::RankFile& file : files) {
-    CheckMeta(dirs, manifest, file.rank(), &report.problems);
-    const std::optional<std::string> path = Locate(dirs, file.file());
-    if (!path.has_value()) {
-      report.problems.push_back(Missing(dirs, file.rank(), file.file()));
-      continue;
-    }
-    const size_t before = report.problems.size();
-    std::error_code error;
-    const uintmax_t bytes = std::filesystem::file_size(*path, error);
-    if (!error && bytes != file.bytes()) {
-      report.problems.push_back(absl::StrCat("rank ", file.rank(), ": ", *path, " has ", bytes,
-                                             " bytes, the manifest says ", file.bytes()));
-    }
-    absl::StatusOr<CheckpointData> data = ReadCheckpoint(*path);
-    if (!data.ok()) {
-      report.problems.push_back(absl::StrCat("rank ", file.rank(), ": ", data.status().message()));
-      continue;
-    }
-    CheckFile(*data, manifest, file, &report.problems);
-    if (!rank0.has_value() && file.rank() == 0) {
-      rank0 = std::move(*data);
-    } else if (rank0.has_value()) {
-      CompareReplica(*rank0, *data, file.rank(), manifest, &report.problems);
-    }
-    if (report.problems.size() == before) report.checked.push_back(*path);
-  }
-  return report;
+  std::optional<CheckpointData> rank0;  // CheckStep reads the files in rank order
+  return CheckStep(dirs, manifest, /*ranks=*/{},
+                   [&](const proto::RankFile& file, CheckpointData data, VerifyReport* report) {
+                     if (!rank0.has_value() && file.rank() == 0) {
+                       rank0 = std::move(data);
+                     } else if (rank0.has_value()) {
+                       CompareReplica(*rank0, data, file.rank(), manifest, &report->problems);
+                     }
+                   });
 }
 
 VerifyReport VerifyStep(const std::string& dir, const proto::Manifest& manifest) {

@@ -10,6 +10,7 @@
 
 #include "ckpt/manifest.h"
 #include "ckpt/reader.h"
+#include "ckpt/step_check.h"
 
 namespace lockstep::ckpt {
 
@@ -47,14 +48,8 @@ absl::StatusOr<proto::Manifest> FindManifest(const std::vector<std::string>& dir
 absl::StatusOr<proto::Manifest> FindManifest(const std::string& dir, const std::string& prefix,
                                              std::optional<int64_t> global_step);
 
-struct VerifyReport {
-  std::vector<std::string> checked;   // files read and found good
-  std::vector<std::string> problems;  // empty when the step is good
-};
-// Checks a saved step: the manifest is consistent, every rank's file is present (in one of
-// `dirs`) with the recorded size and CRC, epoch_num/step_num match, the graph .meta files carry
-// the manifest's fingerprint, and every rank's tensors equal rank 0's bit for bit (but the
-// rank_local ones).
+// Checks a saved step as resume does (CheckStep) for every rank, and that every rank's tensors
+// equal rank 0's bit for bit (but the rank_local ones).
 VerifyReport VerifyStep(const std::vector<std::string>& dirs, const proto::Manifest& manifest);
 VerifyReport VerifyStep(const std::string& dir, const proto::Manifest& manifest);
 

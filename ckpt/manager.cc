@@ -9,6 +9,7 @@
 #include "ckpt/file_io.h"
 #include "ckpt/graph_meta.h"
 #include "ckpt/naming.h"
+#include "ckpt/step_check.h"
 #include "core/logging.h"
 
 namespace lockstep::ckpt {
@@ -107,7 +108,9 @@ absl::Status CheckpointManager::CopyManifest(const proto::Manifest& manifest) co
 // Resuming a directory that holds only another model's checkpoints is a mistake (the wrong
 // --model or --resume), not a fresh start.
 absl::Status CheckpointManager::CheckNoOtherModelOnly() const {
-  absl::StatusOr<std::vector<proto::Manifest>> manifests = ListManifests(config_.directory, "");
+  std::vector<std::string> unreadable;  // of other prefixes: ResumableSteps counted ours
+  absl::StatusOr<std::vector<proto::Manifest>> manifests =
+      ListManifests(config_.directory, "", &unreadable);
   if (absl::IsNotFound(manifests.status())) return absl::OkStatus();
   LS_RETURN_IF_ERROR(manifests.status());
   std::set<std::string> others;
@@ -121,20 +124,35 @@ absl::Status CheckpointManager::CheckNoOtherModelOnly() const {
       prefix_, ": resume with the model that wrote them, or from another directory"));
 }
 
-absl::StatusOr<std::vector<proto::Manifest>> CheckpointManager::ResumableSteps() const {
+absl::StatusOr<std::vector<proto::Manifest>> CheckpointManager::ResumableSteps(
+    std::vector<std::string>* rejected) const {
+  std::vector<std::string> left_out;
   absl::StatusOr<std::vector<proto::Manifest>> manifests =
-      ListManifests(config_.directory, prefix_);
+      ListManifests(config_.directory, prefix_, &left_out);
   if (absl::IsNotFound(manifests.status())) return std::vector<proto::Manifest>();  // no directory
   LS_RETURN_IF_ERROR(manifests.status());
   std::vector<proto::Manifest> steps;
   for (proto::Manifest& manifest : *manifests) {
     absl::StatusOr<proto::RankFile> file = FileForRank(manifest, rank_);
-    if (file.ok() && !MissingFile(config_.directory, *file).has_value()) {
+    std::optional<std::string> problem =
+        file.ok() ? MissingFile(config_.directory, *file) : std::string(file.status().message());
+    if (problem.has_value()) {
+      left_out.push_back(absl::StrCat("step ", manifest.global_step(), ": ", *problem));
+    } else {
       steps.push_back(std::move(manifest));
     }
   }
-  if (steps.empty()) LS_RETURN_IF_ERROR(CheckNoOtherModelOnly());
+  if (steps.empty() && left_out.empty()) LS_RETURN_IF_ERROR(CheckNoOtherModelOnly());
+  if (rejected != nullptr) *rejected = std::move(left_out);
   return steps;
+}
+
+absl::Status CheckpointManager::Validate(const proto::Manifest& step) const {
+  LS_ASSIGN_OR_RETURN(proto::RankFile file, FileForRank(step, rank_));
+  const VerifyReport report = CheckStep({config_.directory}, step, {file.rank()});
+  if (report.problems.empty()) return absl::OkStatus();
+  return absl::DataLossError(
+      absl::StrCat("step ", step.global_step(), ": ", absl::StrJoin(report.problems, "; ")));
 }
 
 absl::Status CheckpointManager::Resume(const proto::Manifest& step, RankState* state) const {

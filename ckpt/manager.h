@@ -62,8 +62,15 @@ class CheckpointManager {
   absl::Status CopyManifest(const proto::Manifest& manifest) const;
 
   // The steps this rank can resume from, oldest first: those with a manifest in its directory
-  // and, there, the file it resumes from. Resume one that every rank has.
-  absl::StatusOr<std::vector<proto::Manifest>> ResumableSteps() const;
+  // and, there, the file it resumes from, of the manifest's size. Resume one that every rank has
+  // and Validate passes. `rejected`, when given, gets why the other manifests of the prefix
+  // there were left out (unreadable, the file missing or of another size).
+  absl::StatusOr<std::vector<proto::Manifest>> ResumableSteps(
+      std::vector<std::string>* rejected = nullptr) const;
+  // Checks `step` as lockstep-ckpt verify does (CheckStep), for the file this rank resumes from:
+  // the manifest, that rank's graph .meta and its file, read whole. The error names the step
+  // and every problem found.
+  absl::Status Validate(const proto::Manifest& step) const;
   // Restores `state` from `step`, one of ResumableSteps.
   absl::Status Resume(const proto::Manifest& step, RankState* state) const;
 

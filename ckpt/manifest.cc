@@ -52,13 +52,21 @@ absl::StatusOr<proto::Manifest> ReadManifest(const std::string& path) {
 }
 
 absl::StatusOr<std::vector<proto::Manifest>> ListManifests(const std::string& dir,
-                                                           absl::string_view prefix) {
+                                                           absl::string_view prefix,
+                                                           std::vector<std::string>* unreadable) {
   LS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListFiles(dir));
   std::vector<proto::Manifest> manifests;
   for (const std::string& name : names) {
     std::optional<ParsedName> parsed = ParseManifestFileName(name);
     if (!parsed.has_value() || (!prefix.empty() && parsed->prefix != prefix)) continue;
-    LS_ASSIGN_OR_RETURN(manifests.emplace_back(), ReadManifest(JoinPath(dir, name)));
+    absl::StatusOr<proto::Manifest> manifest = ReadManifest(JoinPath(dir, name));
+    if (manifest.ok()) {
+      manifests.push_back(*std::move(manifest));
+    } else if (unreadable != nullptr) {
+      unreadable->emplace_back(manifest.status().message());
+    } else {
+      return manifest.status();
+    }
   }
   std::stable_sort(manifests.begin(), manifests.end(),
                    [](const proto::Manifest& a, const proto::Manifest& b) {

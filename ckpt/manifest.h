@@ -22,9 +22,12 @@ absl::StatusOr<std::string> WriteManifest(const std::string& dir, const proto::M
                                           absl::string_view tmp_suffix = ".tmp");
 absl::StatusOr<proto::Manifest> ReadManifest(const std::string& path);
 
-// Every manifest in `dir` (of `prefix`; of any prefix when it is empty), oldest step first.
-absl::StatusOr<std::vector<proto::Manifest>> ListManifests(const std::string& dir,
-                                                           absl::string_view prefix);
+// Every manifest in `dir` (of `prefix`; of any prefix when it is empty), oldest step first. One
+// that cannot be read fails the listing, or, given `unreadable`, is left out and its error added
+// there.
+absl::StatusOr<std::vector<proto::Manifest>> ListManifests(
+    const std::string& dir, absl::string_view prefix,
+    std::vector<std::string>* unreadable = nullptr);
 
 // The problem that makes `file` unusable: missing from `dir`, or not of the manifest's size;
 // none when it is there. Cheap: reads no file.

@@ -372,6 +372,12 @@ absl::Status Run(Flags f, const parallel::Context& ctx, const EnvOptions& env) {
               options);
   LS_RETURN_IF_ERROR(model.Compile());
   const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
+  // Before resume: the directory this run writes exists (a relaunch may resume from it) and no
+  // other job writes there.
+  std::shared_ptr<ckpt::DirectoryLock> lock;
+  if (!f.ckpt_dir.empty()) {
+    LS_ASSIGN_OR_RETURN(lock, LockCheckpointDirectory(f.ckpt_dir, /*writes_here=*/true, *world));
+  }
   if (!f.resume.empty()) {
     absl::StatusOr<bool> resumed = ResumeFromCheckpoint(model, f.resume, f.model, world);
     // Another model's checkpoints, or another image size's, every rank finds alike.

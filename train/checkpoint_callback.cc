@@ -1,11 +1,17 @@
 #include "train/checkpoint_callback.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <limits>
+#include <optional>
 #include <set>
 #include <utility>
 
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "ckpt/naming.h"
 #include "core/logging.h"
 #include "graph/serialize.h"
@@ -41,34 +47,136 @@ absl::StatusOr<std::string> BroadcastFromRankZero(const std::string& bytes,
   return std::string(static_cast<const char*>(data.raw_data()), n);
 }
 
-// The newest of this rank's resumable `steps` (oldest first) that every rank has; null when no
-// rank has any. Each round takes the least of the ranks' newest steps up to the last round's,
-// until every rank has it. Ranks with steps but none in common get one agreed error.
-absl::StatusOr<const ckpt::proto::Manifest*> NewestCommonStep(
-    const std::vector<ckpt::proto::Manifest>& steps, parallel::Communicator& world,
-    const std::string& directory) {
+// This rank's resumable steps, each checked as lockstep-ckpt verify checks it
+// (CheckpointManager::Validate) when first asked for, newest first: a step older than the newest
+// valid one is read only when another rank lacks the newer. What was rejected, and why, is kept.
+class ValidSteps {
+ public:
+  ValidSteps(const ckpt::CheckpointManager& manager, std::vector<ckpt::proto::Manifest> steps,
+             std::vector<std::string> rejected)
+      : manager_(manager),
+        steps_(std::move(steps)),
+        valid_(steps_.size()),
+        rejected_(std::move(rejected)) {}
+
+  // The newest valid step at or before global step `bound`; null when there is none.
+  const ckpt::proto::Manifest* NewestUpTo(int64_t bound) {
+    for (size_t i = steps_.size(); i-- > 0;) {
+      if (steps_[i].global_step() > bound) continue;
+      if (!valid_[i].has_value()) {
+        const absl::Status status = manager_.Validate(steps_[i]);
+        valid_[i] = status.ok();
+        if (!status.ok()) rejected_.emplace_back(status.message());
+      }
+      if (*valid_[i]) return &steps_[i];
+    }
+    return nullptr;
+  }
+  // Whether the directory holds steps of the prefix, valid or not.
+  bool any() const { return !steps_.empty() || !rejected_.empty(); }
+  // "step 10: rank 0: ...; step 8: ..."
+  std::string Rejected() const { return absl::StrJoin(rejected_, "; "); }
+
+ private:
+  const ckpt::CheckpointManager& manager_;
+  std::vector<ckpt::proto::Manifest> steps_;  // oldest first
+  std::vector<std::optional<bool>> valid_;    // per step; unset until checked
+  std::vector<std::string> rejected_;
+};
+
+// Why this rank has no step in common with the others.
+std::string NoCommonStep(ValidSteps& steps, const std::string& directory) {
+  const ckpt::proto::Manifest* newest = steps.NewestUpTo(std::numeric_limits<int64_t>::max());
+  if (newest == nullptr) {
+    return steps.any() ? absl::StrCat("no valid step in ", directory, ": ", steps.Rejected())
+                       : absl::StrCat("no complete step in ", directory);
+  }
+  const std::string rejected = steps.Rejected();
+  return absl::StrCat("newest complete step ", newest->global_step(), " in ", directory,
+                      rejected.empty() ? "" : absl::StrCat(" (rejected: ", rejected, ")"));
+}
+
+// The newest valid step that every rank has; null when no rank has any step of the prefix,
+// valid or not. Each round takes the least of the ranks' newest valid steps up to the last
+// round's, until every rank has it. Ranks with steps but none in common get one agreed error
+// listing what each rejected and why.
+absl::StatusOr<const ckpt::proto::Manifest*> NewestCommonStep(ValidSteps& steps,
+                                                              parallel::Communicator& world,
+                                                              const std::string& directory) {
   int64_t common = std::numeric_limits<int64_t>::max();
   while (true) {
-    auto mine = std::find_if(steps.rbegin(), steps.rend(), [&](const ckpt::proto::Manifest& step) {
-      return step.global_step() <= common;
-    });
-    LS_ASSIGN_OR_RETURN(const int64_t least,
-                        AllReduceInt(mine == steps.rend() ? -1 : mine->global_step(),
-                                     parallel::ReduceOp::kMin, world));
-    if (least == common) return &*mine;
+    const ckpt::proto::Manifest* mine = steps.NewestUpTo(common);
+    LS_ASSIGN_OR_RETURN(
+        const int64_t least,
+        AllReduceInt(mine == nullptr ? -1 : mine->global_step(), parallel::ReduceOp::kMin, world));
+    if (least == common) return mine;
     if (least < 0) break;
     common = least;
   }
-  LS_ASSIGN_OR_RETURN(const int64_t newest,
-                      AllReduceInt(steps.empty() ? -1 : steps.back().global_step(),
-                                   parallel::ReduceOp::kMax, world));
-  if (newest < 0) return nullptr;
-  const std::string have = steps.empty()
-                               ? "no complete step"
-                               : absl::StrCat("newest complete step ", steps.back().global_step());
-  return parallel::AgreeAcrossRanks(
-      absl::FailedPreconditionError(absl::StrCat(have, " in ", directory)), world,
-      "no checkpoint step is complete on every rank");
+  LS_ASSIGN_OR_RETURN(const int64_t held,
+                      AllReduceInt(steps.any() ? 1 : 0, parallel::ReduceOp::kMax, world));
+  if (held == 0) return nullptr;
+  return parallel::AgreeAcrossRanks(absl::FailedPreconditionError(NoCommonStep(steps, directory)),
+                                    world, "no checkpoint step is complete on every rank");
+}
+
+// Rank 0 names the steps the ranks rejected, once, before resuming `step`.
+absl::Status ReportRejected(const ValidSteps& steps, const ckpt::proto::Manifest& step,
+                            parallel::Communicator& world, const std::string& directory) {
+  const std::string rejected = steps.Rejected();
+  const absl::Status agreed = parallel::AgreeAcrossRanks(
+      rejected.empty() ? absl::OkStatus() : absl::DataLossError(rejected), world);
+  if (agreed.ok()) return absl::OkStatus();
+  if (!parallel::IsAgreedError(agreed)) return agreed;  // the collective failed
+  if (world.rank() == 0) {
+    LS_LOG(Warning) << "resuming step " << step.global_step() << " in " << directory
+                    << "; rejected: " << agreed.message();
+  }
+  return absl::OkStatus();
+}
+
+// The directory to resume from must exist: a mistyped one is not a fresh start.
+absl::Status CheckDirectory(const std::string& directory) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(directory, error);
+  if (error && error != std::errc::no_such_file_or_directory) {
+    return absl::UnavailableError(absl::StrCat("the checkpoint directory to resume from, ",
+                                               directory, ": ", error.message()));
+  }
+  if (!std::filesystem::exists(status)) {
+    return absl::NotFoundError(
+        absl::StrCat("the checkpoint directory to resume from, ", directory, ", does not exist"));
+  }
+  if (!std::filesystem::is_directory(status)) {
+    return absl::FailedPreconditionError(absl::StrCat("the checkpoint directory to resume from, ",
+                                                      directory, ", is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+// This host's name, for the lock's record.
+std::string Hostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+// Rank 0's "host:pid:start time", the same on every rank of the job and in every call.
+absl::StatusOr<std::string> JobId(parallel::Communicator& world) {
+  static const int64_t started_ns = absl::GetCurrentTimeNanos();
+  const std::string mine =
+      world.rank() == 0 ? absl::StrCat(Hostname(), ":", getpid(), ":", started_ns) : "";
+  return BroadcastFromRankZero(mine, world);
+}
+
+// A rank that found the lock of `directory` held: held by this job (a rank sharing the
+// directory took it) or refused, naming the other job's host and pid.
+absl::Status CheckHeldByJob(const std::string& directory, const std::string& job) {
+  LS_ASSIGN_OR_RETURN(ckpt::LockHolder holder, ckpt::DirectoryLock::ReadHolder(directory));
+  if (holder.job == job) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      directory, " is being written by another job (", ckpt::DescribeHolder(holder),
+      "): the two jobs' checkpoints would mix; wait for it to end, or write elsewhere"));
 }
 
 absl::Status CheckCompiled(const Model& model) {
@@ -123,6 +231,8 @@ absl::Status ModelCheckpoint::OnTrainBegin(Model& model) {
   LS_RETURN_IF_ERROR(CheckCompiled(model));
   if (world_ == nullptr) world_ = model.HostWorld();
   manager_.emplace(config_, prefix_, world_->rank(), world_->size());
+  LS_ASSIGN_OR_RETURN(
+      lock_, LockCheckpointDirectory(config_.directory, manager_->SavesOnThisRank(), *world_));
   const Graph& graph = model.train_executor()->graph();
   rank_local_ = RankLocalState(model, world_->size());
   LS_RETURN_IF_ERROR(manager_->SaveGraphMeta(ToProto(graph)));
@@ -218,6 +328,20 @@ absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
       committed, *world_, absl::StrCat("checkpoint step ", state.global_step, " not committed"));
 }
 
+absl::StatusOr<std::shared_ptr<ckpt::DirectoryLock>> LockCheckpointDirectory(
+    const std::string& directory, bool writes_here, parallel::Communicator& world) {
+  LS_ASSIGN_OR_RETURN(const std::string job, JobId(world));
+  absl::StatusOr<std::shared_ptr<ckpt::DirectoryLock>> lock = nullptr;
+  if (writes_here) lock = ckpt::DirectoryLock::TryAcquire(directory, {job, Hostname(), getpid()});
+  // Agreed before any rank reads the lock file: by then each rank that took it has recorded
+  // this job there.
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(lock.status(), world));
+  absl::Status held;
+  if (writes_here && *lock == nullptr) held = CheckHeldByJob(directory, job);
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(held, world));
+  return *std::move(lock);
+}
+
 absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& directory,
                                           const std::string& prefix,
                                           std::shared_ptr<parallel::Communicator> world) {
@@ -228,11 +352,16 @@ absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& direc
   // agreed before the next collective, so that every rank returns them.
   const ckpt::CheckpointManager manager({.directory = directory}, prefix, world->rank(),
                                         world->size());
-  absl::StatusOr<std::vector<ckpt::proto::Manifest>> steps = manager.ResumableSteps();
-  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(steps.status(), *world));
+  std::vector<std::string> rejected;
+  const absl::Status exists = CheckDirectory(directory);
+  absl::StatusOr<std::vector<ckpt::proto::Manifest>> listed =
+      exists.ok() ? manager.ResumableSteps(&rejected) : exists;
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(listed.status(), *world));
+  ValidSteps steps(manager, *std::move(listed), std::move(rejected));
   LS_ASSIGN_OR_RETURN(const ckpt::proto::Manifest* step,
-                      NewestCommonStep(*steps, *world, directory));
+                      NewestCommonStep(steps, *world, directory));
   if (step == nullptr) return false;
+  LS_RETURN_IF_ERROR(ReportRejected(steps, *step, *world, directory));
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(manager.Resume(*step, &state), *world));
   for (const ckpt::NamedTensor& tensor : state.tensors) {
     LS_RETURN_IF_ERROR(model.SetVariable(tensor.name, tensor.tensor));

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/lock.h"
 #include "ckpt/manager.h"
 #include "parallel/communicator.h"
 #include "train/callbacks.h"
@@ -37,7 +38,8 @@ inline constexpr char kDataBatchName[] = "data_batch";
 // on any rank (no space, permission, quota) is agreed across the ranks, naming the rank, path
 // and reason; no manifest is written, so the previous complete step stays the one a resume
 // picks. Then training stops on every rank, or, with SaveErrorPolicy::kContinue, rank 0 warns
-// and training goes on.
+// and training goes on. When training begins it takes the directory's lock
+// (LockCheckpointDirectory): a second job writing there is refused.
 enum class SaveErrorPolicy { kStop, kContinue };
 
 class ModelCheckpoint : public Callback {
@@ -67,18 +69,33 @@ class ModelCheckpoint : public Callback {
   std::string prefix_;
   std::optional<ckpt::CheckpointManager> manager_;  // made when training begins, for world_
   SaveErrorPolicy on_save_error_;
-  std::string fingerprint_;              // of the training graph
-  std::vector<std::string> rank_local_;  // state that differs across ranks
-  int64_t last_saved_step_ = -1;         // global step
-  bool mid_accumulation_ = false;        // the last micro-batch did not update
+  std::string fingerprint_;                    // of the training graph
+  std::vector<std::string> rank_local_;        // state that differs across ranks
+  int64_t last_saved_step_ = -1;               // global step
+  bool mid_accumulation_ = false;              // the last micro-batch did not update
+  std::shared_ptr<ckpt::DirectoryLock> lock_;  // of config_.directory, on the ranks that took it
 };
 
+// Refuses a second job writing checkpoints into `directory` (created where missing), naming the
+// other job's host and pid; the error is agreed across the ranks. Each rank that `writes_here`
+// tries the directory's lock: one that takes it records this job (rank 0's host, pid and start
+// time) in it; one that finds it held goes on when the holder is a rank of this job (a shared
+// directory), else fails. The lock lasts while a returned pointer does (null on the ranks that
+// did not take it) and ends with the process, however it ends. Taking it again in the same
+// process for the same job returns the lock held. ModelCheckpoint takes it when training begins;
+// a binary takes it first to resume from the directory it writes.
+absl::StatusOr<std::shared_ptr<ckpt::DirectoryLock>> LockCheckpointDirectory(
+    const std::string& directory, bool writes_here, parallel::Communicator& world);
+
 // Restores `model` (compiling it first) from the newest complete step of `prefix` that every
-// rank finds in its `directory` (a shared one, or each host's own disk): parameters, state,
-// moments, the global step, the epochs done and the data position. Errors are agreed across the
-// ranks. Train then continues that epoch at the next batch; run it for the epochs that remain
-// (total - model.epochs_done()). False, with the model untouched, when there is no complete step.
-// `world` as for ModelCheckpoint.
+// rank finds in its `directory` (a shared one, or each host's own disk) and that passes the
+// checks of lockstep-ckpt verify (ckpt::CheckStep: the manifest, the graph .meta, the rank's
+// file whole): parameters, state, moments, the global step, the epochs done and the data
+// position. Train then continues that epoch at the next batch; run it for the epochs that remain
+// (total - model.epochs_done()). False, with the model untouched, when the directory holds no
+// manifest of `prefix`. Errors are agreed across the ranks: a missing `directory`; steps of
+// `prefix` but none valid on every rank, listing each rejected one and why. Rank 0 names the
+// steps rejected when it resumes an older one. `world` as for ModelCheckpoint.
 absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& directory,
                                           const std::string& prefix,
                                           std::shared_ptr<parallel::Communicator> world = nullptr);

@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""lockstep-train --resume and --ckpt-dir on bad directories, real runs on a tiny sample:
+
+  missing   a --resume directory that does not exist is an error naming it; an empty one, or one
+            without checkpoints of the model (other files, an uncommitted rank file), starts fresh
+            with one line
+  damaged   the newest step's file damaged (rank 1's under mpirun): the older step is resumed and
+            a line names the rejected file and why; every step damaged: exit 1, naming each
+  tampered  a manifest edited by hand (CRC, graph fingerprint, world size, step) that
+            `lockstep-ckpt verify` rejects is rejected by resume too, for the same reason
+  two_jobs  a second job writing the directory of a running one exits 1 naming the first's host
+            and pid; the first finishes normally and its newest step verifies
+  killed    a relaunch after a SIGKILL of the lock's holder resumes: the lock died with it
+
+  resume_checks_test.py --train T --ckpt C --make-sample M [--mpirun MPIRUN --ranks N] CASE
+Prints "ok" and exits 0 when the case held.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT_S = 60
+RESUMED = re.compile(r"resumed at step (\d+)")
+REJECTED = re.compile(r"warning: resuming step (\d+) in (\S+); rejected: (.*)")
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(condition, what, output=""):
+    if not condition:
+        raise Failure(f"{what}\n{output}")
+
+
+class Runner:
+    def __init__(self, args, work):
+        self.args = args
+        self.data = os.path.join(work, "data")
+        subprocess.run([args.make_sample, self.data, "--train-per-class", "4", "--val-per-class",
+                        "1", "--height", "36", "--width", "36"], check=True,
+                       stdout=subprocess.DEVNULL)
+
+    def command(self, *flags, epochs=2):
+        launcher = []
+        if self.args.ranks > 1:
+            launcher = [self.args.mpirun, "-n", str(self.args.ranks), "--oversubscribe"]
+        # 40 images in batches of 8: 5 steps an epoch (per rank: 2 ranks x 4 images).
+        return launcher + [self.args.train, "--data", self.data, "--model", "lenet", "--epochs",
+                           str(epochs), "--batch-size", "8", "--threads", "1", "--workers", "1",
+                           "--progress", "lines", "--log-every", "0", *flags]
+
+    def run(self, *flags, epochs=2):
+        """(exit status, stdout and stderr together)."""
+        done = subprocess.run(self.command(*flags, epochs=epochs), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
+        return done.returncode, done.stdout
+
+    def start(self, *flags, epochs):
+        return subprocess.Popen(self.command(*flags, epochs=epochs), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def checkpoints(self, directory):
+        """Trains one epoch saving steps 2, 4 and 5 into `directory`."""
+        rc, out = self.run("--ckpt-dir", directory, "--save-steps", "2", epochs=1)
+        expect(rc == 0, "the run that saves the checkpoints failed", out)
+
+    def verify(self, directory):
+        done = subprocess.run([self.args.ckpt, "verify", directory], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=TIMEOUT_S)
+        return done.returncode, done.stdout
+
+
+def trainers(session):
+    """The pids of lockstep-train in process session `session` (the ranks of one launch)."""
+    train = os.path.realpath(ARGS.train)
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            if os.getsid(int(entry)) == session and os.path.realpath(f"/proc/{entry}/exe") == train:
+                pids.append(int(entry))
+        except (ValueError, OSError):
+            continue
+    return pids
+
+
+def wait_for(condition, what):
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition():
+        expect(time.monotonic() < deadline, f"no {what} within {TIMEOUT_S} s")
+        time.sleep(0.001)
+
+
+def lock_record(directory):
+    try:
+        with open(os.path.join(directory, ".lockstep.lock")) as f:
+            return dict(line.split(" ", 1) for line in f.read().splitlines() if " " in line)
+    except OSError:
+        return {}
+
+
+def stop_when(launch, condition, what):
+    """SIGSTOPs every rank of `launch` once `condition` holds and every rank has started."""
+    def reached():
+        if launch.poll() is not None:
+            raise Failure(f"the launch exited {launch.returncode} before the {what}\n"
+                          f"{launch.communicate()[0]}")
+        return condition() and len(trainers(launch.pid)) == ARGS.ranks
+
+    wait_for(reached, what)
+    for pid in trainers(launch.pid):
+        os.kill(pid, signal.SIGSTOP)
+
+
+def case_missing(runner, work):
+    typo = os.path.join(work, "chekpoints")
+    rc, out = runner.run("--resume", typo)
+    expect(rc == 1, f"--resume of a missing directory exited {rc}", out)
+    expect(f"error: the checkpoint directory to resume from, {typo}, does not exist" in out,
+           "the error does not name the missing directory", out)
+    expect("starting fresh" not in out and "epoch 1/" not in out, "it trained anyway", out)
+    empty = os.path.join(work, "empty")
+    os.mkdir(empty)
+    others = os.path.join(work, "others")
+    os.mkdir(others)
+    for name in ("notes.txt", "lenet_0-1_2.ckpt.tmp", "lenet_0-1_2.ckpt"):  # none committed
+        with open(os.path.join(others, name), "w") as f:
+            f.write("x")
+    for directory in (empty, others):
+        rc, out = runner.run("--resume", directory)
+        expect(rc == 0, f"--resume of {directory} exited {rc}", out)
+        lines = [line for line in out.splitlines() if "resume" in line]
+        expect(lines == [f"lockstep: nothing to resume in {directory}; starting fresh"],
+               f"not one line saying {directory} starts fresh", out)
+
+
+def damage(path):
+    with open(path, "r+b") as f:
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 1]))
+
+
+def case_damaged(runner, work):
+    ckpt = os.path.join(work, "ckpt")
+    runner.checkpoints(ckpt)
+    last = ARGS.ranks - 1
+    damage(os.path.join(ckpt, f"lenet_{last}-1_5.ckpt"))
+    rc, out = runner.run("--resume", ckpt)
+    expect(rc == 0, f"resuming with the newest step damaged exited {rc}", out)
+    expect(RESUMED.search(out) and RESUMED.search(out)[1] == "4", "step 4 was not resumed", out)
+    m = REJECTED.search(out)
+    expect(m and m[1] == "4" and
+           f"step 5: rank {last}: {ckpt}/lenet_{last}-1_5.ckpt: CRC mismatch" in m[3],
+           "no line naming the rejected file and why", out)
+
+    files = [(rank, step) for rank in range(ARGS.ranks) for step in (2, 4, 5)]
+    for rank, step in files:
+        if (rank, step) != (last, 5):
+            damage(os.path.join(ckpt, f"lenet_{rank}-1_{step}.ckpt"))
+    rc, out = runner.run("--resume", ckpt)
+    expect(rc == 1, f"resuming with every step damaged exited {rc}", out)
+    expect(re.search(r"error: no checkpoint step is complete on every rank: .*no valid step in ",
+                     out), "the error does not say that no step is valid", out)
+    for rank, step in files:
+        expect(f"step {step}: rank {rank}: {ckpt}/lenet_{rank}-1_{step}.ckpt: CRC mismatch" in out,
+               f"the error does not name rank {rank}'s file of step {step} and why", out)
+    expect("epoch 2/" not in out, "it trained anyway", out)
+
+
+TAMPERS = {
+    # name: (edit of the newest manifest, what verify and resume both say)
+    "crc": (lambda m: m["files"][0].update(crc32=m["files"][0]["crc32"] ^ 1),
+            r"lenet_0-1_5\.ckpt: CRC [0-9a-f]{8}, the manifest says [0-9a-f]{8}"),
+    "fingerprint": (lambda m: m.update(graph_fingerprint="0123456789abcdef"),
+                    r"lenet_0-graph\.meta: graph fingerprint [0-9a-f]+, the manifest says "
+                    r"0123456789abcdef"),
+    "world_size": (lambda m: m.update(world_size=m["world_size"] + 1),
+                   r"the manifest lists no file for rank \d"),
+    "step": (lambda m: m.update(global_step=str(int(m["global_step"]) + 1)),
+             r"lenet_0-1_5\.ckpt: epoch_num/step_num are not the manifest's 1/6"),
+}
+
+
+def case_tampered(runner, work):
+    good = os.path.join(work, "good")
+    runner.checkpoints(good)
+    for name, (edit, reason) in TAMPERS.items():
+        ckpt = os.path.join(work, name)
+        shutil.copytree(good, ckpt)
+        path = os.path.join(ckpt, "lenet-1_5.manifest")
+        with open(path) as f:
+            manifest = json.load(f)
+        edit(manifest)
+        with open(path, "w") as f:
+            json.dump(manifest, f)
+        rc, out = runner.verify(ckpt)
+        expect(rc != 0 and re.search(reason, out), f"verify does not reject the {name} edit", out)
+        rc, out = runner.run("--resume", ckpt)
+        m = REJECTED.search(out)
+        expect(rc == 0 and m and m[1] == "4" and re.search(reason, m[3]),
+               f"resume does not reject the {name} edit as verify does", out)
+
+
+def case_two_jobs(runner, work):
+    ckpt = os.path.join(work, "ckpt")
+    first = runner.start("--ckpt-dir", ckpt, "--save-steps", "2", epochs=4)
+    stop_when(first, lambda: "pid" in lock_record(ckpt), "lock taken by the first job")
+    holder = int(lock_record(ckpt)["pid"])
+    expect(holder in trainers(first.pid), f"the lock names pid {holder}, not the first job's rank")
+    rc, out = runner.run("--ckpt-dir", ckpt, "--resume", ckpt, epochs=1)
+    for pid in trainers(first.pid):
+        os.kill(pid, signal.SIGCONT)
+    expect(rc == 1, f"the second job exited {rc}", out)
+    expect(f"error: {ckpt} is being written by another job (host {socket.gethostname()}, pid "
+           f"{holder})" in out, "the error does not name the first job's host and pid", out)
+    first_out = first.communicate(timeout=TIMEOUT_S)[0]
+    expect(first.returncode == 0, f"the first job exited {first.returncode}", first_out)
+    expect("epoch 4/4" in first_out, "the first job did not finish", first_out)
+    rc, out = runner.verify(ckpt)
+    expect(rc == 0, "the first job's newest step does not verify", out)
+
+
+def case_killed(runner, work):
+    ckpt = os.path.join(work, "ckpt")
+    flags = ("--ckpt-dir", ckpt, "--resume", ckpt, "--save-steps", "2")
+    first = runner.start(*flags, epochs=4)
+    stop_when(first, lambda: os.path.exists(os.path.join(ckpt, "lenet-1_2.manifest")),
+              "first checkpoint")
+    for pid in trainers(first.pid):
+        os.kill(pid, signal.SIGKILL)
+    first.communicate(timeout=TIMEOUT_S)
+    rc, out = runner.run(*flags, epochs=4)
+    expect(rc == 0, f"the relaunch after SIGKILL exited {rc}", out)
+    expect(RESUMED.search(out), "the relaunch did not resume", out)
+
+
+CASES = {"missing": case_missing, "damaged": case_damaged, "tampered": case_tampered,
+         "two_jobs": case_two_jobs, "killed": case_killed}
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--ckpt", required=True)
+    parser.add_argument("--make-sample", required=True)
+    parser.add_argument("--mpirun", default="mpirun")
+    parser.add_argument("--ranks", type=int, default=1)
+    parser.add_argument("case", choices=sorted(CASES))
+    ARGS = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="resume_checks_")
+    try:
+        CASES[ARGS.case](Runner(ARGS, work), work)
+    except Failure as failure:
+        print(f"FAIL ({ARGS.case}, {ARGS.ranks} rank(s)): {failure}")
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
