@@ -15,16 +15,18 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "core/logging.h"
 #include "core/threads.h"
 #include "dataset/image_folder.h"
 #include "examples/env_options.h"
+#include "examples/flag_checks.h"
+#include "examples/train_flags.h"
 #include "parallel/agree.h"
 #include "parallel/context.h"
 #include "train/checkpoint_callback.h"
@@ -36,113 +38,6 @@
 
 namespace lockstep::train {
 namespace {
-
-struct Flags {
-  std::string data;
-  std::string model = "resnet8";
-  int64_t epochs = 6;
-  int64_t batch_size = 32;  // global: over all ranks
-  double lr = 0.1;
-  double momentum = 0.9;
-  double weight_decay = 1e-4;
-  std::string lr_schedule = "cosine";
-  double warmup_epochs = 1.0;
-  int64_t lr_step_epochs = 0;  // step schedule: 0 decays at 1/3 and 2/3 of the run
-  int64_t image_size = 0;      // 0: the size the model was made for
-  double val_fraction = 0.0;
-  int workers = 0;  // 0: as many as --threads
-  int threads = 0;  // 0: host cores / local ranks, at most the cores bound to
-  uint64_t seed = 0;
-  std::string ckpt_dir;
-  int64_t save_steps = 0;
-  int64_t save_epochs = 1;
-  int keep_max = 5;
-  std::string resume;
-  std::string on_save_error = "stop";
-  std::string loss_scale = "1";  // a number, or "dynamic"
-  DynamicLossScale dynamic_scale;
-  int64_t log_every = 20;
-  std::string progress = "auto";
-  bool sync_bn = false;
-  int64_t grad_accum = 1;
-  double fusion_mb = 25.0;
-  std::string device = "auto";
-  std::string summary_dir;
-};
-
-void AddFlags(CLI::App& app, Flags& f) {
-  app.add_option("--data", f.data, "ImageFolder root with train/ and val/")->required();
-  app.add_option("--model", f.model, "lenet, resnet8, resnet20, resnet18 or resnet50")
-      ->capture_default_str();
-  app.add_option("--epochs", f.epochs, "epochs in all (a resumed run trains the rest)")
-      ->capture_default_str();
-  app.add_option("--batch-size", f.batch_size, "global batch; each rank gets batch / ranks")
-      ->capture_default_str();
-  app.add_option("--lr", f.lr, "peak learning rate")->capture_default_str();
-  app.add_option("--momentum", f.momentum)->capture_default_str();
-  app.add_option("--weight-decay", f.weight_decay)->capture_default_str();
-  app.add_option("--lr-schedule", f.lr_schedule, "cosine, step or constant")
-      ->check(CLI::IsMember({"cosine", "step", "constant"}))
-      ->capture_default_str();
-  app.add_option("--warmup-epochs", f.warmup_epochs, "linear warm-up before the schedule")
-      ->capture_default_str();
-  app.add_option("--lr-step-epochs", f.lr_step_epochs, "step schedule: epochs per 10x decay");
-  app.add_option(
-      "--image-size", f.image_size,
-      "side of the square network input (default: 224 for resnet18/50, 32 for the others)");
-  app.add_option("--val-fraction", f.val_fraction,
-                 "without DIR/val: share of each class of DIR/train held out for validation")
-      ->check(CLI::Range(0.0, 0.99));
-  app.add_option("--workers", f.workers, "decoding threads per rank (default: --threads)");
-  app.add_option("--threads", f.threads,
-                 "compute threads per rank (default: host cores / local ranks, at most the cores "
-                 "it is bound to)");
-  app.add_option("--seed", f.seed, "weights, data order and augmentation")->capture_default_str();
-  app.add_option("--ckpt-dir", f.ckpt_dir, "write checkpoints here");
-  app.add_option("--save-steps", f.save_steps, "checkpoint every N steps (0: off)")
-      ->capture_default_str();
-  app.add_option("--save-epochs", f.save_epochs, "checkpoint every N epochs (0: off)")
-      ->capture_default_str();
-  app.add_option("--keep-max", f.keep_max, "checkpoints kept per rank (0: all)")
-      ->capture_default_str();
-  app.add_option("--resume", f.resume, "continue from the newest complete step in this directory");
-  app.add_option("--on-save-error", f.on_save_error,
-                 "a checkpoint that cannot be written (no space, permission): stop, or warn and "
-                 "continue")
-      ->check(CLI::IsMember({"stop", "continue"}))
-      ->capture_default_str();
-  app.add_option("--loss-scale", f.loss_scale,
-                 "a fixed loss scale, or dynamic: skip the update and divide the scale when the "
-                 "gradients overflow, grow it after a window of finite steps")
-      ->capture_default_str();
-  app.add_option("--loss-scale-init", f.dynamic_scale.initial, "dynamic: initial scale")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--loss-scale-factor", f.dynamic_scale.factor,
-                 "dynamic: divisor on overflow and multiplier after a window")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--loss-scale-window", f.dynamic_scale.window,
-                 "dynamic: finite steps in a row before the scale grows")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--log-every", f.log_every, "loss line every N steps (0: off)")
-      ->capture_default_str();
-  app.add_option("--progress", f.progress,
-                 "auto (a bar on a terminal, loss lines otherwise), bar or lines")
-      ->check(CLI::IsMember({"auto", "bar", "lines"}))
-      ->capture_default_str();
-  app.add_flag("--sync-bn", f.sync_bn, "batch statistics over all ranks");
-  app.add_option("--device", f.device,
-                 "auto (CUDA when every rank has a GPU of its own), cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-      ->capture_default_str();
-  app.add_option("--summary-dir", f.summary_dir,
-                 "rank 0 writes metrics.jsonl, TensorBoard events and curves.png here");
-  app.add_option("--grad-accum", f.grad_accum, "micro-batches per update")->capture_default_str();
-  app.add_option("--fusion-mb", f.fusion_mb, "gradient AllReduce bucket size (MB)")
-      ->capture_default_str();
-}
 
 struct Data {
   std::unique_ptr<DatasetSource> train;
@@ -254,10 +149,6 @@ absl::StatusOr<Device> ChooseDevice(const Flags& f, const parallel::Context& ctx
 
 absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Context& ctx,
                                               const EnvOptions& env) {
-  if (f.batch_size < ctx.size() || f.batch_size % ctx.size() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--batch-size ", f.batch_size, " does not divide among ", ctx.size(), " ranks"));
-  }
   ModelOptions options{.batch_size = f.batch_size / ctx.size(),
                        .image_shape = {3, f.image_size, f.image_size},
                        .seed = f.seed,
@@ -268,9 +159,8 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
   options.config.Set(env.math);
   if (f.loss_scale == "dynamic") {
     options.dynamic_loss_scale = f.dynamic_scale;
-  } else if (!absl::SimpleAtod(f.loss_scale, &options.loss_scale) || !(options.loss_scale > 0.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--loss-scale must be a positive number or 'dynamic', got '", f.loss_scale, "'"));
+  } else {
+    options.loss_scale = FixedLossScale(f);
   }
   LS_ASSIGN_OR_RETURN(options.device, ChooseDevice(f, ctx));
   if (ctx.size() > 1) {
@@ -345,7 +235,14 @@ absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const Env
   }
   LS_ASSIGN_OR_RETURN(job.options, MakeModelOptions(f, ctx, env));
   LS_ASSIGN_OR_RETURN(job.data, OpenData(f, ctx, job.options.batch_size));
+  const dataset::Dataset& train = job.data.train->dataset();
+  LS_RETURN_IF_ERROR(CheckStepsPerEpoch(f, train.SamplesPerEpoch(), train.BatchesPerEpoch(),
+                                        job.options.batch_size));
   LS_ASSIGN_OR_RETURN(job.net, models::ModelByName(f.model, job.data.classes));
+  // On a GPU the device's allocator refuses what does not fit, naming the bytes.
+  if (job.options.device.type == DeviceType::kCPU) {
+    LS_RETURN_IF_ERROR(CheckMemory(f, *job.net, job.options.batch_size, ctx.local_size()));
+  }
   if (ctx.rank() == 0 && !f.summary_dir.empty()) {
     // A record every --log-every steps, as the loss lines (every step when those are off).
     LS_ASSIGN_OR_RETURN(job.summary,
@@ -356,48 +253,115 @@ absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const Env
   return job;
 }
 
+// Counts the optimizer updates applied: steps that ended a gradient accumulation and were not
+// skipped for non-finite gradients (dynamic loss scaling).
+class UpdateCounter : public Callback {
+ public:
+  absl::Status OnStepEnd(Model& model, const StepInfo& step) override {
+    ++steps_;
+    if (model.global_step() == step.global_step && !step.update_skipped) ++updates_;
+    return absl::OkStatus();
+  }
+  // Why a run of `epochs` applied no update; OK when it applied one.
+  absl::Status Outcome(int64_t epochs, double loss_scale) const {
+    if (updates_ > 0) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "trained ", epochs, " epoch(s) without applying one optimizer update: ",
+        steps_ == 0 ? "no training step ran"
+                    : absl::StrCat("every update of ", steps_,
+                                   " step(s) was skipped for non-finite gradients (loss scale "
+                                   "now ",
+                                   loss_scale, ")")));
+  }
+
+ private:
+  int64_t steps_ = 0;
+  int64_t updates_ = 0;
+};
+
+void PrintStartLine(const Flags& f, const parallel::Context& ctx, const Job& job,
+                    const Model& model, int64_t steps_per_epoch) {
+  std::cout << LogPrefix()
+            << absl::StrFormat(
+                   "%s, %d parameters, %d classes, %dx%d images (%s), %d rank(s) x %d images "
+                   "on %s, %d thread(s) each, %d steps per epoch\n",
+                   f.model, CountParameters(model.parameters()), job.data.classes, f.image_size,
+                   f.image_size, job.model_image_size ? "the model's size" : "--image-size",
+                   ctx.size(), job.options.batch_size,
+                   job.options.device.type == DeviceType::kCPU ? "cpu" : "cuda", f.threads,
+                   steps_per_epoch)
+            << ValidationLine(f) << std::flush;
+}
+
+// --resume: the newest complete step of f.resume, or a fresh start when it holds none.
+absl::Status Resume(const Flags& f, const parallel::Context& ctx, Model& model) {
+  const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
+  absl::StatusOr<bool> resumed = ResumeFromCheckpoint(model, f.resume, f.model, world);
+  // Another model's checkpoints, or another image size's, every rank finds alike.
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(resumed.status(), *world));
+  if (ctx.rank() == 0) {
+    std::cout << LogPrefix()
+              << (*resumed ? absl::StrFormat("resumed at step %d, %d epoch(s) done",
+                                             model.global_step(), model.epochs_done())
+                           : absl::StrCat("nothing to resume in ", f.resume, "; starting fresh"))
+              << std::endl;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(Flags f, const parallel::Context& ctx, const EnvOptions& env) {
   if (f.threads <= 0) f.threads = DefaultThreads(ctx.local_size());
   if (f.workers <= 0) f.workers = f.threads;
   absl::StatusOr<Job> job = PrepareJob(f, ctx, env);
   // A set-up error is printed once for all ranks, not once by each.
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(job.status(), *ctx.HostWorld()));
-  auto& [options, data, net, summary, model_image_size] = *job;
-  const int64_t steps_per_epoch =
-      data.train->dataset().BatchesPerEpoch() / std::max<int64_t>(1, f.grad_accum);
-  Model model(net, SoftmaxCrossEntropy(),
+  const int64_t steps_per_epoch = job->data.train->dataset().BatchesPerEpoch() / f.grad_accum;
+  Model model(job->net, SoftmaxCrossEntropy(),
               Momentum{.lr = Schedule(f, steps_per_epoch),
                        .momentum = f.momentum,
                        .weight_decay = f.weight_decay},
-              options);
+              job->options);
   LS_RETURN_IF_ERROR(model.Compile());
-  const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
-  if (!f.resume.empty()) {
-    absl::StatusOr<bool> resumed = ResumeFromCheckpoint(model, f.resume, f.model, world);
-    // Another model's checkpoints, or another image size's, every rank finds alike.
-    LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(resumed.status(), *world));
+  if (!f.resume.empty()) LS_RETURN_IF_ERROR(Resume(f, ctx, model));
+  if (ctx.rank() == 0) PrintStartLine(f, ctx, *job, model, steps_per_epoch);
+  const int64_t epochs = f.epochs - model.epochs_done();
+  if (epochs <= 0) {
+    // A relaunch of a finished run: not an error, so that relaunch loops end.
     if (ctx.rank() == 0) {
-      std::cout << LogPrefix()
-                << (*resumed ? absl::StrFormat("resumed at step %d, %d epoch(s) done",
-                                               model.global_step(), model.epochs_done())
-                             : absl::StrCat("nothing to resume in ", f.resume, "; starting fresh"))
-                << std::endl;
+      std::cout << LogPrefix() << "nothing left to train: " << model.epochs_done()
+                << " epoch(s) done in " << f.resume << ", --epochs " << f.epochs << std::endl;
     }
+    return absl::OkStatus();
   }
-  if (ctx.rank() == 0) {
-    std::cout << LogPrefix()
-              << absl::StrFormat(
-                     "%s, %d parameters, %d classes, %dx%d images (%s), %d rank(s) x %d images "
-                     "on %s, %d thread(s) each, %d steps per epoch\n",
-                     f.model, CountParameters(model.parameters()), data.classes, f.image_size,
-                     f.image_size, model_image_size ? "the model's size" : "--image-size",
-                     ctx.size(), options.batch_size,
-                     options.device.type == DeviceType::kCPU ? "cpu" : "cuda", f.threads,
-                     steps_per_epoch)
-              << ValidationLine(f) << std::flush;
+  Callbacks callbacks = MakeCallbacks(f, job->data, ctx, steps_per_epoch, job->summary);
+  auto updates = std::make_shared<UpdateCounter>();
+  callbacks.push_back(updates);
+  LS_RETURN_IF_ERROR(model.Train(epochs, *job->data.train, callbacks));
+  LS_ASSIGN_OR_RETURN(const double loss_scale, model.LossScale());
+  // Every rank counts the same updates: they skip alike and end alike.
+  return parallel::AgreeAcrossRanks(updates->Outcome(epochs, loss_scale), *ctx.HostWorld());
+}
+
+// The command line, checked on every rank before any work and agreed: one message for all
+// ranks when a rank's flags are refused or the ranks' options differ. False after --help.
+absl::StatusOr<bool> CheckCommandLine(const CLI::App& app,
+                                      const absl::StatusOr<ParseOutcome>& parsed, const Flags& f,
+                                      const parallel::Context& ctx, const EnvOptions& env) {
+  const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
+  const bool help = parsed.ok() && *parsed == ParseOutcome::kHelp;
+  absl::Status local = parsed.status();
+  if (parsed.ok() && !help) local = CheckFlags(app, f, ctx.size());
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(local, *world));
+  LS_RETURN_IF_ERROR(parallel::AgreeOnSettings(
+      SettingsThatMustMatch(f, env, help), *world,
+      "the ranks were started with different options, which they must share"));
+  if (help) {
+    if (ctx.rank() == 0) std::cout << app.help();
+    return false;
   }
-  return model.Train(std::max<int64_t>(0, f.epochs - model.epochs_done()), *data.train,
-                     MakeCallbacks(f, data, ctx, steps_per_epoch, summary));
+  const std::string warning = OversubscriptionWarning(f, ctx.local_size());
+  if (ctx.rank() == 0 && !warning.empty()) LS_LOG(Warning) << warning;
+  return true;
 }
 
 }  // namespace
@@ -412,8 +376,18 @@ int main(int argc, char** argv) {
   lockstep::train::Flags flags;
   CLI::App app{"Data-parallel training on an ImageFolder tree, with checkpoints and resume."};
   lockstep::train::AddFlags(app, flags);
-  CLI11_PARSE(app, argc, argv);
-  absl::Status status = lockstep::train::Run(flags, *ctx, *env);
+  const absl::StatusOr<lockstep::ParseOutcome> parsed =
+      lockstep::ParseCommandLine(app, argc, argv);
+  absl::StatusOr<bool> run = lockstep::train::CheckCommandLine(app, parsed, flags, *ctx, *env);
+  absl::Status status = run.status();
+  try {
+    if (status.ok() && *run) status = lockstep::train::Run(flags, *ctx, *env);
+  } catch (const std::bad_alloc&) {
+    // A last resort: the start-up checks refuse the sizes that cannot fit.
+    status = absl::ResourceExhaustedError(absl::StrFormat(
+        "out of memory training with --image-size %d and --batch-size %d: lower them",
+        flags.image_size, flags.batch_size));
+  }
   if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;
 }
