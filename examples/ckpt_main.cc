@@ -1,6 +1,7 @@
 // lockstep-ckpt: inspects per-rank checkpoints (.ckpt, MindSpore's format) and graph metadata
-// (.meta); exports a checkpoint's inference graph as ONNX and classifies images with it. Exit status: 0 good, 1 the files differ / fail verification / fail their CRC, 2 an
-// error (unreadable or corrupt file, bad arguments).
+// (.meta); exports a checkpoint's inference graph as ONNX and classifies images with it. Exit
+// status: 0 good, 1 the files differ / fail verification / fail their CRC, 2 an error (unreadable
+// or corrupt file, bad arguments).
 
 #include <CLI/CLI.hpp>
 #include <cmath>

@@ -43,7 +43,8 @@ double AvailableMemoryBytes() {
     if (key == "MemAvailable:") return kib * 1024.0;
     meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
   }
-  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) *
+         static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace
@@ -73,14 +74,13 @@ CLI::Validator UnsignedInteger() {
 }
 
 CLI::Validator NumberIn(double min, double max, Bound lower, Bound upper) {
-  return Expecting(DescribeNumberRange(min, max, lower, upper),
-                   [=](const std::string& text) {
-                     double value = 0.0;
-                     if (!absl::SimpleAtod(text, &value) || !std::isfinite(value)) return false;
-                     const bool above = lower == Bound::kOpen ? value > min : value >= min;
-                     const bool below = upper == Bound::kOpen ? value < max : value <= max;
-                     return above && below;
-                   });
+  return Expecting(DescribeNumberRange(min, max, lower, upper), [=](const std::string& text) {
+    double value = 0.0;
+    if (!absl::SimpleAtod(text, &value) || !std::isfinite(value)) return false;
+    const bool above = lower == Bound::kOpen ? value > min : value >= min;
+    const bool below = upper == Bound::kOpen ? value < max : value <= max;
+    return above && below;
+  });
 }
 
 absl::StatusOr<ParseOutcome> ParseCommandLine(CLI::App& app, int argc, const char* const* argv) {
@@ -97,9 +97,8 @@ absl::StatusOr<ParseOutcome> ParseCommandLine(CLI::App& app, int argc, const cha
 absl::Status CheckFitsInMemory(double bytes, absl::string_view what) {
   const double available = AvailableMemoryBytes();
   if (bytes <= available) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(what, " needs ", Bytes(bytes),
-                                                   ", but the host has ", Bytes(available),
-                                                   " available"));
+  return absl::ResourceExhaustedError(absl::StrCat(
+      what, " needs ", Bytes(bytes), ", but the host has ", Bytes(available), " available"));
 }
 
 std::optional<int> ParseOrExitCode(CLI::App& app, int argc, const char* const* argv) {

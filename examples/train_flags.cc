@@ -158,8 +158,8 @@ absl::Status CheckLossScale(const CLI::App& app, const Flags& f) {
 // The memory plan of the training graph (forward and backward, without the optimizer and the
 // gradient AllReduce, which add little), made as Compile makes it but not allocated.
 absl::StatusOr<double> PlannedBytes(const Flags& f, const Layer& net, int64_t per_rank) {
-  absl::StatusOr<NetGraph> built = BuildNetGraph(net, SoftmaxCrossEntropy(), Mode::kTrain,
-                                                 per_rank, {3, f.image_size, f.image_size});
+  absl::StatusOr<NetGraph> built = BuildNetGraph(net, SoftmaxCrossEntropy(), Mode::kTrain, per_rank,
+                                                 {3, f.image_size, f.image_size});
   if (!built.ok()) {
     return Annotate(built.status(), absl::StrCat(f.model, " at --image-size ", f.image_size));
   }
@@ -232,10 +232,10 @@ absl::Status CheckStepsPerEpoch(const Flags& f, int64_t samples, int64_t batches
 }
 
 absl::Status CheckMemory(const Flags& f, const Layer& net, int64_t per_rank, int local_ranks) {
-  const std::string sized_by =
-      absl::StrFormat("--image-size %d with --batch-size %d (%d images a rank, %d rank(s) on this "
-                      "host)",
-                      f.image_size, f.batch_size, per_rank, local_ranks);
+  const std::string sized_by = absl::StrFormat(
+      "--image-size %d with --batch-size %d (%d images a rank, %d rank(s) on this "
+      "host)",
+      f.image_size, f.batch_size, per_rank, local_ranks);
   // The input batch alone first, in floating point: its element count may not fit an int64.
   const double side = static_cast<double>(f.image_size);
   LS_RETURN_IF_ERROR(CheckFitsInMemory(
@@ -249,7 +249,8 @@ absl::Status CheckMemory(const Flags& f, const Layer& net, int64_t per_rank, int
 std::string OversubscriptionWarning(const Flags& f, int local_ranks) {
   const int share = DefaultThreads(local_ranks);
   std::vector<std::string> lines;
-  for (const auto& [flag, threads] : {std::pair{"--threads", f.threads}, {"--workers", f.workers}}) {
+  for (const auto& [flag, threads] :
+       {std::pair{"--threads", f.threads}, {"--workers", f.workers}}) {
     if (threads <= share) continue;
     lines.push_back(absl::StrFormat(
         "%s %d is more than the %d core(s) each of the %d rank(s) on this host may use: the "

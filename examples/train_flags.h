@@ -63,8 +63,7 @@ double FixedLossScale(const Flags& f);
 
 // At least one optimizer step per epoch: `batches` of `per_rank` images a rank per epoch (its
 // `samples`), --grad-accum of them an update.
-absl::Status CheckStepsPerEpoch(const Flags& f, int64_t samples, int64_t batches,
-                                int64_t per_rank);
+absl::Status CheckStepsPerEpoch(const Flags& f, int64_t samples, int64_t batches, int64_t per_rank);
 
 // The memory plan of `net`'s training graph for `per_rank` images of f.image_size, on each of
 // the `local_ranks` ranks of this host, fits in the host's available memory (CPU training).

@@ -376,8 +376,7 @@ int main(int argc, char** argv) {
   lockstep::train::Flags flags;
   CLI::App app{"Data-parallel training on an ImageFolder tree, with checkpoints and resume."};
   lockstep::train::AddFlags(app, flags);
-  const absl::StatusOr<lockstep::ParseOutcome> parsed =
-      lockstep::ParseCommandLine(app, argc, argv);
+  const absl::StatusOr<lockstep::ParseOutcome> parsed = lockstep::ParseCommandLine(app, argc, argv);
   absl::StatusOr<bool> run = lockstep::train::CheckCommandLine(app, parsed, flags, *ctx, *env);
   absl::Status status = run.status();
   try {
