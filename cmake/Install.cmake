@@ -1,13 +1,15 @@
 # cmake --install: the libraries with their headers under include/lockstep (included as in the
 # source tree: "train/model.h"), the binaries, and the package find_package(Lockstep) loads, with
 # the targets Lockstep::core, dataset, graph, ops, parallel, parallel_ops, ckpt, train, inference
-# and env_options (what the binaries read from the environment, for programs of one's own), and
+# and env_options (what the binaries read from the environment, for programs of one's own),
+# flag_checks (the binaries' CLI11 flag validators), and
 # cuda_status in CUDA builds.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(lockstep_libraries)
-foreach(name core dataset graph ops parallel parallel_ops ckpt train inference env_options)
+foreach(name core dataset graph ops parallel parallel_ops ckpt train inference env_options
+             flag_checks)
   set_target_properties(lockstep_${name} PROPERTIES EXPORT_NAME ${name})
   list(APPEND lockstep_libraries lockstep_${name})
 endforeach()

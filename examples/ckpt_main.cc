@@ -1,6 +1,7 @@
 // lockstep-ckpt: inspects per-rank checkpoints (.ckpt, MindSpore's format) and graph metadata
-// (.meta); exports a checkpoint's inference graph as ONNX and classifies images with it. Exit status: 0 good, 1 the files differ / fail verification / fail their CRC, 2 an
-// error (unreadable or corrupt file, bad arguments).
+// (.meta); exports a checkpoint's inference graph as ONNX and classifies images with it. Exit
+// status: 0 good, 1 the files differ / fail verification / fail their CRC, 2 an error (unreadable
+// or corrupt file, bad arguments).
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "ckpt/reader.h"
 #include "core/logging.h"
 #include "dataset/image_folder.h"
+#include "examples/flag_checks.h"
 #include "inference/onnx_export.h"
 #include "inference/run.h"
 
@@ -275,12 +277,15 @@ int main(int argc, char** argv) {
       "diff", "per-tensor max absolute and relative difference; exit 1 beyond --atol");
   diff->add_option("a", a, "first .ckpt")->required();
   diff->add_option("b", b, "second .ckpt")->required();
-  diff->add_option("--atol", atol, "tolerated max absolute difference")->capture_default_str();
+  diff->add_option("--atol", atol, "tolerated max absolute difference")
+      ->check(lockstep::NumberIn(0.0, lockstep::kNoLimit))
+      ->capture_default_str();
   CLI::App* verify = app.add_subcommand(
       "verify", "a saved step: every rank's file, CRCs, manifest, identical replicas");
   verify->add_option("dirs", dirs, "checkpoint directory, or one per host without a shared disk")
       ->required();
-  verify->add_option("--step", step, "global step (step_num) to check; default the newest");
+  verify->add_option("--step", step, "global step (step_num) to check; default the newest")
+      ->check(lockstep::IntegerIn(0));
   verify->add_option("--prefix", prefix, "checkpoint prefix, when the directory holds several");
   lockstep::ckpt::InferenceFlags inference;
   std::string out;

@@ -5,25 +5,58 @@
 #include <iostream>
 #include <string>
 
+#include "absl/strings/str_format.h"
 #include "core/logging.h"
+#include "core/threads.h"
 #include "dataset/sample_dataset.h"
+#include "examples/flag_checks.h"
+
+namespace {
+
+// JPEG's largest side.
+constexpr int64_t kMaxSide = 65500;
+// Bytes each image being drawn holds per pixel: its float noise, its pixels and its JPEG.
+constexpr double kBytesPerPixel = 3 * 4 + 3 + 3;
+
+// The images drawn at once, one per thread, must fit in memory.
+absl::Status CheckMemory(const lockstep::dataset::SampleDatasetOptions& options) {
+  const int threads = lockstep::NumThreads();
+  return lockstep::CheckFitsInMemory(
+      kBytesPerPixel * options.height * options.width * threads,
+      absl::StrFormat("--height %d --width %d, drawn on %d thread(s),", options.height,
+                      options.width, threads));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   lockstep::dataset::SampleDatasetOptions options;
   std::string out;
   CLI::App app{"Writes the built-in sample data set: OUT/train and OUT/val, ten classes of JPEGs."};
   app.add_option("out", out, "output directory")->required();
-  app.add_option("--seed", options.seed, "seed of every image")->capture_default_str();
+  app.add_option("--seed", options.seed, "seed of every image")
+      ->check(lockstep::UnsignedInteger())
+      ->capture_default_str();
   app.add_option("--train-per-class", options.train_per_class, "training images per class")
+      ->check(lockstep::IntegerIn(1, 1'000'000))
       ->capture_default_str();
-  app.add_option("--val-per-class", options.val_per_class, "validation images per class")
+  app.add_option("--val-per-class", options.val_per_class,
+                 "validation images per class (0: no val/)")
+      ->check(lockstep::IntegerIn(0, 1'000'000))
       ->capture_default_str();
-  app.add_option("--height", options.height, "image height")->capture_default_str();
-  app.add_option("--width", options.width, "image width")->capture_default_str();
-  app.add_option("--quality", options.quality, "JPEG quality")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  app.add_option("--height", options.height, "image height")
+      ->check(lockstep::IntegerIn(1, kMaxSide))
+      ->capture_default_str();
+  app.add_option("--width", options.width, "image width")
+      ->check(lockstep::IntegerIn(1, kMaxSide))
+      ->capture_default_str();
+  app.add_option("--quality", options.quality, "JPEG quality")
+      ->check(lockstep::IntegerIn(1, 100))
+      ->capture_default_str();
+  if (std::optional<int> exit_code = lockstep::ParseOrExitCode(app, argc, argv)) return *exit_code;
 
-  absl::Status status = lockstep::dataset::WriteSampleDataset(out, options);
+  absl::Status status = CheckMemory(options);
+  if (status.ok()) status = lockstep::dataset::WriteSampleDataset(out, options);
   if (!status.ok()) {
     std::cerr << lockstep::LogPrefix() << "error: " << status.message() << std::endl;
     return 1;

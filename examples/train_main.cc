@@ -8,27 +8,41 @@
 // exact across ranks: every rank scores its share of the validation set, each image once, and
 // the counts are summed. Rank 0 prints the loss lines and one line per epoch and, with
 // --summary-dir, writes the metrics as JSON lines, TensorBoard events and a PNG of the curves.
+//
+// Start-up checks, on every rank before any work, agreed so that one line speaks for all ranks:
+// each numeric flag against its range (examples/flag_checks.h), then their combinations, the
+// options the ranks must share, the steps an epoch can take and the memory the run needs once
+// the data and the model are known. Every refusal names the flag, the value and what is
+// accepted. A run that applied no optimizer update exits 1 saying why.
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/logging.h"
 #include "core/threads.h"
 #include "dataset/image_folder.h"
 #include "examples/env_options.h"
+#include "examples/flag_checks.h"
+#include "graph/passes/passes.h"
 #include "parallel/agree.h"
 #include "parallel/context.h"
 #include "train/checkpoint_callback.h"
 #include "train/dataset_source.h"
+#include "train/loss.h"
 #include "train/model.h"
 #include "train/models.h"
 #include "train/progress_bar.h"
@@ -70,40 +84,108 @@ struct Flags {
   std::string summary_dir;
 };
 
-void AddFlags(CLI::App& app, Flags& f) {
-  app.add_option("--data", f.data, "ImageFolder root with train/ and val/")->required();
-  app.add_option("--model", f.model, "lenet, resnet8, resnet20, resnet18 or resnet50")
-      ->capture_default_str();
+constexpr int64_t kMaxEpochs = 1'000'000;
+constexpr int64_t kMaxImageSize = 65536;
+constexpr int64_t kMaxThreads = 1024;
+constexpr double kMaxFloat = std::numeric_limits<float>::max();
+// Loss scales are float32 in the graph: a larger one is infinite and every update is skipped.
+constexpr char kFloatScale[] = "a finite float32: at most 3.40282e+38";
+
+// The shortest text that reads back as `value`.
+std::string Shortest(double value) {
+  char buffer[32];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, end);
+}
+
+void AddScheduleFlags(CLI::App& app, Flags& f) {
   app.add_option("--epochs", f.epochs, "epochs in all (a resumed run trains the rest)")
+      ->check(IntegerIn(1, kMaxEpochs))
       ->capture_default_str();
   app.add_option("--batch-size", f.batch_size, "global batch; each rank gets batch / ranks")
+      ->check(IntegerIn(1))
       ->capture_default_str();
-  app.add_option("--lr", f.lr, "peak learning rate")->capture_default_str();
-  app.add_option("--momentum", f.momentum)->capture_default_str();
-  app.add_option("--weight-decay", f.weight_decay)->capture_default_str();
+  app.add_option("--lr", f.lr, "peak learning rate")
+      ->check(NumberIn(0.0, kNoLimit, Bound::kOpen))
+      ->capture_default_str();
+  app.add_option("--momentum", f.momentum)
+      ->check(NumberIn(0.0, 1.0, Bound::kClosed, Bound::kOpen))
+      ->capture_default_str();
+  app.add_option("--weight-decay", f.weight_decay)
+      ->check(NumberIn(0.0, kNoLimit))
+      ->capture_default_str();
   app.add_option("--lr-schedule", f.lr_schedule, "cosine, step or constant")
       ->check(CLI::IsMember({"cosine", "step", "constant"}))
       ->capture_default_str();
   app.add_option("--warmup-epochs", f.warmup_epochs, "linear warm-up before the schedule")
+      ->check(NumberIn(0.0, kNoLimit))
       ->capture_default_str();
-  app.add_option("--lr-step-epochs", f.lr_step_epochs, "step schedule: epochs per 10x decay");
+  app.add_option("--lr-step-epochs", f.lr_step_epochs, "step schedule: epochs per 10x decay")
+      ->check(IntegerIn(0, kMaxEpochs));
+  app.add_option("--grad-accum", f.grad_accum, "micro-batches per update")
+      ->check(IntegerIn(1))
+      ->capture_default_str();
+  app.add_option("--seed", f.seed, "weights, data order and augmentation")
+      ->check(UnsignedInteger())
+      ->capture_default_str();
+}
+
+void AddLossScaleFlags(CLI::App& app, Flags& f) {
+  app.add_option("--loss-scale", f.loss_scale,
+                 "a fixed loss scale, or dynamic: skip the update and divide the scale when the "
+                 "gradients overflow, grow it after a window of finite steps")
+      ->capture_default_str();
+  app.add_option("--loss-scale-init", f.dynamic_scale.initial, "dynamic: initial scale")
+      ->check(NumberIn(0.0, kMaxFloat, Bound::kOpen))
+      ->capture_default_str();
+  app.add_option("--loss-scale-factor", f.dynamic_scale.factor,
+                 "dynamic: divisor on overflow and multiplier after a window")
+      ->check(NumberIn(1.0, kMaxFloat, Bound::kOpen))
+      ->capture_default_str();
+  app.add_option("--loss-scale-window", f.dynamic_scale.window,
+                 "dynamic: finite steps in a row before the scale grows")
+      ->check(IntegerIn(1))
+      ->capture_default_str();
+}
+
+void AddDataFlags(CLI::App& app, Flags& f) {
+  app.add_option("--data", f.data, "ImageFolder root with train/ and val/")->required();
+  app.add_option("--model", f.model, "lenet, resnet8, resnet20, resnet18 or resnet50")
+      ->capture_default_str();
   app.add_option(
-      "--image-size", f.image_size,
-      "side of the square network input (default: 224 for resnet18/50, 32 for the others)");
+         "--image-size", f.image_size,
+         "side of the square network input (default: 224 for resnet18/50, 32 for the others)")
+      ->check(IntegerIn(0, kMaxImageSize));
   app.add_option("--val-fraction", f.val_fraction,
                  "without DIR/val: share of each class of DIR/train held out for validation")
-      ->check(CLI::Range(0.0, 0.99));
-  app.add_option("--workers", f.workers, "decoding threads per rank (default: --threads)");
+      ->check(NumberIn(0.0, 0.99));
+  app.add_option("--workers", f.workers, "decoding threads per rank (default: --threads)")
+      ->check(IntegerIn(0, kMaxThreads));
   app.add_option("--threads", f.threads,
                  "compute threads per rank (default: host cores / local ranks, at most the cores "
-                 "it is bound to)");
-  app.add_option("--seed", f.seed, "weights, data order and augmentation")->capture_default_str();
+                 "it is bound to)")
+      ->check(IntegerIn(0, kMaxThreads));
+  app.add_option("--device", f.device,
+                 "auto (CUDA when every rank has a GPU of its own), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_flag("--sync-bn", f.sync_bn, "batch statistics over all ranks");
+  app.add_option("--fusion-mb", f.fusion_mb,
+                 "gradient AllReduce bucket size (MB; 0: one AllReduce per gradient)")
+      ->check(NumberIn(0.0, kNoLimit))
+      ->capture_default_str();
+}
+
+void AddOutputFlags(CLI::App& app, Flags& f) {
   app.add_option("--ckpt-dir", f.ckpt_dir, "write checkpoints here");
   app.add_option("--save-steps", f.save_steps, "checkpoint every N steps (0: off)")
+      ->check(IntegerIn(0))
       ->capture_default_str();
   app.add_option("--save-epochs", f.save_epochs, "checkpoint every N epochs (0: off)")
+      ->check(IntegerIn(0))
       ->capture_default_str();
   app.add_option("--keep-max", f.keep_max, "checkpoints kept per rank (0: all)")
+      ->check(IntegerIn(0, std::numeric_limits<int>::max()))
       ->capture_default_str();
   app.add_option("--resume", f.resume, "continue from the newest complete step in this directory");
   app.add_option("--on-save-error", f.on_save_error,
@@ -111,37 +193,182 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "continue")
       ->check(CLI::IsMember({"stop", "continue"}))
       ->capture_default_str();
-  app.add_option("--loss-scale", f.loss_scale,
-                 "a fixed loss scale, or dynamic: skip the update and divide the scale when the "
-                 "gradients overflow, grow it after a window of finite steps")
-      ->capture_default_str();
-  app.add_option("--loss-scale-init", f.dynamic_scale.initial, "dynamic: initial scale")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--loss-scale-factor", f.dynamic_scale.factor,
-                 "dynamic: divisor on overflow and multiplier after a window")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--loss-scale-window", f.dynamic_scale.window,
-                 "dynamic: finite steps in a row before the scale grows")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
   app.add_option("--log-every", f.log_every, "loss line every N steps (0: off)")
+      ->check(IntegerIn(0))
       ->capture_default_str();
   app.add_option("--progress", f.progress,
                  "auto (a bar on a terminal, loss lines otherwise), bar or lines")
       ->check(CLI::IsMember({"auto", "bar", "lines"}))
       ->capture_default_str();
-  app.add_flag("--sync-bn", f.sync_bn, "batch statistics over all ranks");
-  app.add_option("--device", f.device,
-                 "auto (CUDA when every rank has a GPU of its own), cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-      ->capture_default_str();
   app.add_option("--summary-dir", f.summary_dir,
                  "rank 0 writes metrics.jsonl, TensorBoard events and curves.png here");
-  app.add_option("--grad-accum", f.grad_accum, "micro-batches per update")->capture_default_str();
-  app.add_option("--fusion-mb", f.fusion_mb, "gradient AllReduce bucket size (MB)")
-      ->capture_default_str();
+}
+
+absl::Status CheckLossScale(const CLI::App& app, const Flags& f) {
+  if (f.loss_scale != "dynamic") {
+    double scale = 0.0;
+    const bool number = absl::SimpleAtod(f.loss_scale, &scale);
+    if (!number || !(scale > 0.0) || !(scale <= kMaxFloat)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--loss-scale must be a positive number or 'dynamic', got '", f.loss_scale,
+                       "'", number ? absl::StrCat(", which is not ", kFloatScale) : ""));
+    }
+  }
+  for (const char* flag : {"--loss-scale-init", "--loss-scale-factor", "--loss-scale-window"}) {
+    if (app.count(flag) > 0 && f.loss_scale != "dynamic") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " applies to --loss-scale dynamic, not to --loss-scale ", f.loss_scale));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The memory plan of the training graph (forward and backward, without the optimizer and the
+// gradient AllReduce, which add little), made as Compile makes it but not allocated.
+absl::StatusOr<double> PlannedBytes(const Flags& f, const Layer& net, int64_t per_rank) {
+  absl::StatusOr<NetGraph> built = BuildNetGraph(net, SoftmaxCrossEntropy(), Mode::kTrain, per_rank,
+                                                 {3, f.image_size, f.image_size});
+  if (!built.ok()) {
+    return Annotate(built.status(), absl::StrCat(f.model, " at --image-size ", f.image_size));
+  }
+  Graph& graph = *built->graph;
+  PassContext ctx;
+  ctx.autodiff.loss = "loss";
+  PassManager passes;
+  passes.Add(CreateAutodiffPass())
+      .Add(CreateFuseKernelsPass())
+      .Add(CreateDeadCodeElimPass())
+      .Add(CreateAssignLayoutsPass())
+      .Add(CreateMemoryPlanPass());
+  LS_RETURN_IF_ERROR(passes.Run(graph, ctx));
+  const MemoryPlanSizes& plan = graph.plan();
+  return static_cast<double>(plan.arena + plan.inputs + plan.parameters + plan.gradients +
+                             plan.state);
+}
+
+void AddFlags(CLI::App& app, Flags& f) {
+  AddDataFlags(app, f);
+  AddScheduleFlags(app, f);
+  AddLossScaleFlags(app, f);
+  AddOutputFlags(app, f);
+}
+
+// The combinations of flags, checked after the parse: the batch among `ranks`, the loss scale,
+// the warm-up within the run, the flags of one schedule or one loss scaling given without it.
+absl::Status CheckFlags(const CLI::App& app, const Flags& f, int ranks) {
+  if (f.batch_size < ranks || f.batch_size % ranks != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--batch-size ", f.batch_size, " does not divide among ", ranks, " ranks"));
+  }
+  LS_RETURN_IF_ERROR(CheckLossScale(app, f));
+  if (f.warmup_epochs > static_cast<double>(f.epochs)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--warmup-epochs ", Shortest(f.warmup_epochs), " is longer than the run (",
+                     "--epochs ", f.epochs, "): the learning rate would never reach --lr"));
+  }
+  if (f.lr_step_epochs > 0 && f.lr_schedule != "step") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--lr-step-epochs applies to --lr-schedule step, not to --lr-schedule ", f.lr_schedule));
+  }
+  return absl::OkStatus();
+}
+
+// The fixed loss scale of --loss-scale (after CheckFlags); 0 under --loss-scale dynamic.
+double FixedLossScale(const Flags& f) {
+  double scale = 0.0;
+  return f.loss_scale != "dynamic" && absl::SimpleAtod(f.loss_scale, &scale) ? scale : 0.0;
+}
+
+// At least one optimizer step per epoch: `batches` of `per_rank` images a rank per epoch (its
+// `samples`), --grad-accum of them an update.
+absl::Status CheckStepsPerEpoch(const Flags& f, int64_t samples, int64_t batches,
+                                int64_t per_rank) {
+  const std::string held_out =
+      f.val_fraction > 0.0
+          ? absl::StrCat(" (--val-fraction ", Shortest(f.val_fraction), " held out the rest)")
+          : "";
+  if (batches == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--batch-size %d makes batches of %d images a rank, but a rank's share of %s/train is %d "
+        "image(s)%s: not one training step per epoch",
+        f.batch_size, per_rank, f.data, samples, held_out));
+  }
+  if (batches < f.grad_accum) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--grad-accum %d needs %d batches for one update, but an epoch has %d batch(es) of %d "
+        "images a rank%s: not one optimizer step per epoch",
+        f.grad_accum, f.grad_accum, batches, per_rank, held_out));
+  }
+  return absl::OkStatus();
+}
+
+// The memory plan of `net`'s training graph for `per_rank` images of f.image_size, on each of
+// the `local_ranks` ranks of this host, fits in the host's available memory (CPU training).
+absl::Status CheckMemory(const Flags& f, const Layer& net, int64_t per_rank, int local_ranks) {
+  const std::string sized_by = absl::StrFormat(
+      "--image-size %d with --batch-size %d (%d images a rank, %d rank(s) on this "
+      "host)",
+      f.image_size, f.batch_size, per_rank, local_ranks);
+  // The input batch alone first, in floating point: its element count may not fit an int64.
+  const double side = static_cast<double>(f.image_size);
+  LS_RETURN_IF_ERROR(CheckFitsInMemory(
+      static_cast<double>(per_rank) * 3.0 * side * side * sizeof(float) * local_ranks,
+      absl::StrCat("the input batch of ", sized_by)));
+  LS_ASSIGN_OR_RETURN(const double bytes, PlannedBytes(f, net, per_rank));
+  return CheckFitsInMemory(bytes * local_ranks,
+                           absl::StrCat(f.model, "'s training graph at ", sized_by));
+}
+
+// One line when --threads or --workers ask for more threads than this rank's share of the
+// host's cores (they would oversubscribe them); empty otherwise.
+std::string OversubscriptionWarning(const Flags& f, int local_ranks) {
+  const int share = DefaultThreads(local_ranks);
+  std::vector<std::string> lines;
+  for (const auto& [flag, threads] :
+       {std::pair{"--threads", f.threads}, {"--workers", f.workers}}) {
+    if (threads <= share) continue;
+    lines.push_back(absl::StrFormat(
+        "%s %d is more than the %d core(s) each of the %d rank(s) on this host may use: the "
+        "threads will take turns on the cores and run slower",
+        flag, threads, share, local_ranks));
+  }
+  return absl::StrJoin(lines, "; ");
+}
+
+// What every rank must have alike, as "--flag" and canonical value: the schedule, seed, batch,
+// loss scale, checkpointing and whether --help was asked for; per-rank flags (paths, threads,
+// logging) are not among them.
+std::vector<parallel::Setting> SettingsThatMustMatch(const Flags& f, const EnvOptions& env,
+                                                     bool help) {
+  const auto given = [](const std::string& path) { return path.empty() ? "no" : "yes"; };
+  return {{"--help", help ? "yes" : "no"},
+          {"--model", f.model},
+          {"--epochs", absl::StrCat(f.epochs)},
+          {"--batch-size", absl::StrCat(f.batch_size)},
+          {"--grad-accum", absl::StrCat(f.grad_accum)},
+          {"--image-size", absl::StrCat(f.image_size)},
+          {"--val-fraction", Shortest(f.val_fraction)},
+          {"--seed", absl::StrCat(f.seed)},
+          {"--lr", Shortest(f.lr)},
+          {"--momentum", Shortest(f.momentum)},
+          {"--weight-decay", Shortest(f.weight_decay)},
+          {"--lr-schedule", f.lr_schedule},
+          {"--warmup-epochs", Shortest(f.warmup_epochs)},
+          {"--lr-step-epochs", absl::StrCat(f.lr_step_epochs)},
+          {"--loss-scale", f.loss_scale},
+          {"--loss-scale-init", Shortest(f.dynamic_scale.initial)},
+          {"--loss-scale-factor", Shortest(f.dynamic_scale.factor)},
+          {"--loss-scale-window", absl::StrCat(f.dynamic_scale.window)},
+          {"--sync-bn", f.sync_bn ? "yes" : "no"},
+          {"--fusion-mb", Shortest(f.fusion_mb)},
+          {"--device", f.device},
+          {"--ckpt-dir given", given(f.ckpt_dir)},
+          {"--save-steps", absl::StrCat(f.save_steps)},
+          {"--save-epochs", absl::StrCat(f.save_epochs)},
+          {"--keep-max", absl::StrCat(f.keep_max)},
+          {"--on-save-error", f.on_save_error},
+          {"--resume given", given(f.resume)},
+          {"LOCKSTEP_CUDA_TF32", env.math.allow_tf32 ? "1" : "0"}};
 }
 
 struct Data {
@@ -254,10 +481,6 @@ absl::StatusOr<Device> ChooseDevice(const Flags& f, const parallel::Context& ctx
 
 absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Context& ctx,
                                               const EnvOptions& env) {
-  if (f.batch_size < ctx.size() || f.batch_size % ctx.size() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--batch-size ", f.batch_size, " does not divide among ", ctx.size(), " ranks"));
-  }
   ModelOptions options{.batch_size = f.batch_size / ctx.size(),
                        .image_shape = {3, f.image_size, f.image_size},
                        .seed = f.seed,
@@ -268,9 +491,8 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
   options.config.Set(env.math);
   if (f.loss_scale == "dynamic") {
     options.dynamic_loss_scale = f.dynamic_scale;
-  } else if (!absl::SimpleAtod(f.loss_scale, &options.loss_scale) || !(options.loss_scale > 0.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--loss-scale must be a positive number or 'dynamic', got '", f.loss_scale, "'"));
+  } else {
+    options.loss_scale = FixedLossScale(f);
   }
   LS_ASSIGN_OR_RETURN(options.device, ChooseDevice(f, ctx));
   if (ctx.size() > 1) {
@@ -345,7 +567,14 @@ absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const Env
   }
   LS_ASSIGN_OR_RETURN(job.options, MakeModelOptions(f, ctx, env));
   LS_ASSIGN_OR_RETURN(job.data, OpenData(f, ctx, job.options.batch_size));
+  const dataset::Dataset& train = job.data.train->dataset();
+  LS_RETURN_IF_ERROR(CheckStepsPerEpoch(f, train.SamplesPerEpoch(), train.BatchesPerEpoch(),
+                                        job.options.batch_size));
   LS_ASSIGN_OR_RETURN(job.net, models::ModelByName(f.model, job.data.classes));
+  // On a GPU the device's allocator refuses what does not fit, naming the bytes.
+  if (job.options.device.type == DeviceType::kCPU) {
+    LS_RETURN_IF_ERROR(CheckMemory(f, *job.net, job.options.batch_size, ctx.local_size()));
+  }
   if (ctx.rank() == 0 && !f.summary_dir.empty()) {
     // A record every --log-every steps, as the loss lines (every step when those are off).
     LS_ASSIGN_OR_RETURN(job.summary,
@@ -356,54 +585,122 @@ absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const Env
   return job;
 }
 
+// Counts the optimizer updates applied: steps that ended a gradient accumulation and were not
+// skipped for non-finite gradients (dynamic loss scaling).
+class UpdateCounter : public Callback {
+ public:
+  absl::Status OnStepEnd(Model& model, const StepInfo& step) override {
+    ++steps_;
+    if (model.global_step() == step.global_step && !step.update_skipped) ++updates_;
+    return absl::OkStatus();
+  }
+  // Why a run of `epochs` applied no update; OK when it applied one.
+  absl::Status Outcome(int64_t epochs, double loss_scale) const {
+    if (updates_ > 0) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "trained ", epochs, " epoch(s) without applying one optimizer update: ",
+        steps_ == 0 ? "no training step ran"
+                    : absl::StrCat("every update of ", steps_,
+                                   " step(s) was skipped for non-finite gradients (loss scale "
+                                   "now ",
+                                   loss_scale, ")")));
+  }
+
+ private:
+  int64_t steps_ = 0;
+  int64_t updates_ = 0;
+};
+
+void PrintStartLine(const Flags& f, const parallel::Context& ctx, const Job& job,
+                    const Model& model, int64_t steps_per_epoch) {
+  std::cout << LogPrefix()
+            << absl::StrFormat(
+                   "%s, %d parameters, %d classes, %dx%d images (%s), %d rank(s) x %d images "
+                   "on %s, %d thread(s) each, %d steps per epoch\n",
+                   f.model, CountParameters(model.parameters()), job.data.classes, f.image_size,
+                   f.image_size, job.model_image_size ? "the model's size" : "--image-size",
+                   ctx.size(), job.options.batch_size,
+                   job.options.device.type == DeviceType::kCPU ? "cpu" : "cuda", f.threads,
+                   steps_per_epoch)
+            << ValidationLine(f) << std::flush;
+}
+
+// --resume: the newest complete step of f.resume, or a fresh start when it holds none.
+absl::Status Resume(const Flags& f, const parallel::Context& ctx, Model& model) {
+  const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
+  absl::StatusOr<bool> resumed = ResumeFromCheckpoint(model, f.resume, f.model, world);
+  // Another model's checkpoints, or another image size's, every rank finds alike.
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(resumed.status(), *world));
+  if (ctx.rank() == 0) {
+    std::cout << LogPrefix()
+              << (*resumed ? absl::StrFormat("resumed at step %d, %d epoch(s) done",
+                                             model.global_step(), model.epochs_done())
+                           : absl::StrCat("nothing to resume in ", f.resume, "; starting fresh"))
+              << std::endl;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(Flags f, const parallel::Context& ctx, const EnvOptions& env) {
   if (f.threads <= 0) f.threads = DefaultThreads(ctx.local_size());
   if (f.workers <= 0) f.workers = f.threads;
   absl::StatusOr<Job> job = PrepareJob(f, ctx, env);
   // A set-up error is printed once for all ranks, not once by each.
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(job.status(), *ctx.HostWorld()));
-  auto& [options, data, net, summary, model_image_size] = *job;
-  const int64_t steps_per_epoch =
-      data.train->dataset().BatchesPerEpoch() / std::max<int64_t>(1, f.grad_accum);
-  Model model(net, SoftmaxCrossEntropy(),
+  const int64_t steps_per_epoch = job->data.train->dataset().BatchesPerEpoch() / f.grad_accum;
+  Model model(job->net, SoftmaxCrossEntropy(),
               Momentum{.lr = Schedule(f, steps_per_epoch),
                        .momentum = f.momentum,
                        .weight_decay = f.weight_decay},
-              options);
+              job->options);
   LS_RETURN_IF_ERROR(model.Compile());
-  const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
   // Before resume: the directory this run writes exists (a relaunch may resume from it) and no
   // other job writes there.
   std::shared_ptr<ckpt::DirectoryLock> lock;
   if (!f.ckpt_dir.empty()) {
-    LS_ASSIGN_OR_RETURN(lock, LockCheckpointDirectory(f.ckpt_dir, /*writes_here=*/true, *world));
+    LS_ASSIGN_OR_RETURN(
+        lock, LockCheckpointDirectory(f.ckpt_dir, /*writes_here=*/true, *ctx.HostWorld()));
   }
-  if (!f.resume.empty()) {
-    absl::StatusOr<bool> resumed = ResumeFromCheckpoint(model, f.resume, f.model, world);
-    // Another model's checkpoints, or another image size's, every rank finds alike.
-    LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(resumed.status(), *world));
+  if (!f.resume.empty()) LS_RETURN_IF_ERROR(Resume(f, ctx, model));
+  if (ctx.rank() == 0) PrintStartLine(f, ctx, *job, model, steps_per_epoch);
+  const int64_t epochs = f.epochs - model.epochs_done();
+  if (epochs <= 0) {
+    // A relaunch of a finished run: not an error, so that relaunch loops end.
     if (ctx.rank() == 0) {
-      std::cout << LogPrefix()
-                << (*resumed ? absl::StrFormat("resumed at step %d, %d epoch(s) done",
-                                               model.global_step(), model.epochs_done())
-                             : absl::StrCat("nothing to resume in ", f.resume, "; starting fresh"))
-                << std::endl;
+      std::cout << LogPrefix() << "nothing left to train: " << model.epochs_done()
+                << " epoch(s) done in " << f.resume << ", --epochs " << f.epochs << std::endl;
     }
+    return absl::OkStatus();
   }
-  if (ctx.rank() == 0) {
-    std::cout << LogPrefix()
-              << absl::StrFormat(
-                     "%s, %d parameters, %d classes, %dx%d images (%s), %d rank(s) x %d images "
-                     "on %s, %d thread(s) each, %d steps per epoch\n",
-                     f.model, CountParameters(model.parameters()), data.classes, f.image_size,
-                     f.image_size, model_image_size ? "the model's size" : "--image-size",
-                     ctx.size(), options.batch_size,
-                     options.device.type == DeviceType::kCPU ? "cpu" : "cuda", f.threads,
-                     steps_per_epoch)
-              << ValidationLine(f) << std::flush;
+  Callbacks callbacks = MakeCallbacks(f, job->data, ctx, steps_per_epoch, job->summary);
+  auto updates = std::make_shared<UpdateCounter>();
+  callbacks.push_back(updates);
+  LS_RETURN_IF_ERROR(model.Train(epochs, *job->data.train, callbacks));
+  LS_ASSIGN_OR_RETURN(const double loss_scale, model.LossScale());
+  // Every rank counts the same updates: they skip alike and end alike.
+  return parallel::AgreeAcrossRanks(updates->Outcome(epochs, loss_scale), *ctx.HostWorld());
+}
+
+// The command line, checked on every rank before any work and agreed: one message for all
+// ranks when a rank's flags are refused or the ranks' options differ. False after --help.
+absl::StatusOr<bool> CheckCommandLine(const CLI::App& app,
+                                      const absl::StatusOr<ParseOutcome>& parsed, const Flags& f,
+                                      const parallel::Context& ctx, const EnvOptions& env) {
+  const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
+  const bool help = parsed.ok() && *parsed == ParseOutcome::kHelp;
+  absl::Status local = parsed.status();
+  if (parsed.ok() && !help) local = CheckFlags(app, f, ctx.size());
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(local, *world));
+  LS_RETURN_IF_ERROR(parallel::AgreeOnSettings(
+      SettingsThatMustMatch(f, env, help), *world,
+      "the ranks were started with different options, which they must share"));
+  if (help) {
+    if (ctx.rank() == 0) std::cout << app.help();
+    return false;
   }
-  return model.Train(std::max<int64_t>(0, f.epochs - model.epochs_done()), *data.train,
-                     MakeCallbacks(f, data, ctx, steps_per_epoch, summary));
+  const std::string warning = OversubscriptionWarning(f, ctx.local_size());
+  if (ctx.rank() == 0 && !warning.empty()) LS_LOG(Warning) << warning;
+  return true;
 }
 
 }  // namespace
@@ -418,8 +715,17 @@ int main(int argc, char** argv) {
   lockstep::train::Flags flags;
   CLI::App app{"Data-parallel training on an ImageFolder tree, with checkpoints and resume."};
   lockstep::train::AddFlags(app, flags);
-  CLI11_PARSE(app, argc, argv);
-  absl::Status status = lockstep::train::Run(flags, *ctx, *env);
+  const absl::StatusOr<lockstep::ParseOutcome> parsed = lockstep::ParseCommandLine(app, argc, argv);
+  absl::StatusOr<bool> run = lockstep::train::CheckCommandLine(app, parsed, flags, *ctx, *env);
+  absl::Status status = run.status();
+  try {
+    if (status.ok() && *run) status = lockstep::train::Run(flags, *ctx, *env);
+  } catch (const std::bad_alloc&) {
+    // A last resort: the start-up checks refuse the sizes that cannot fit.
+    status = absl::ResourceExhaustedError(absl::StrFormat(
+        "out of memory training with --image-size %d and --batch-size %d: lower them",
+        flags.image_size, flags.batch_size));
+  }
   if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;
 }

@@ -7,6 +7,8 @@
 // the same status naming which ranks failed and why, and Abort prints it once, on rank 0, and
 // ends each rank normally with a non-zero exit code.
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -21,7 +23,17 @@ namespace lockstep::parallel {
 absl::Status AgreeAcrossRanks(const absl::Status& local, Communicator& world,
                               absl::string_view context = "");
 
-// True for the statuses AgreeAcrossRanks returns: every rank holds the same one.
+// A setting every rank must share, by name ("--lr") and canonical value ("0.1").
+using Setting = std::pair<std::string, std::string>;
+
+// Collective over `world`: OK when every rank passes the same settings; otherwise the same
+// agreed error on every rank naming each setting that differs and which ranks have which value:
+// "<what>: --lr (0.1 on rank 0; 0.2 on rank 1), --seed (...)". Values must not hold '\0'.
+absl::Status AgreeOnSettings(const std::vector<Setting>& settings, Communicator& world,
+                             absl::string_view what);
+
+// True for the statuses AgreeAcrossRanks and AgreeOnSettings return: every rank holds the same
+// one.
 bool IsAgreedError(const absl::Status& status);
 
 // The message of an agreed error, from each rank's (code, message), in rank order: the message

@@ -49,6 +49,33 @@ TEST(DescribeRankErrorsTest, GroupsRanksByMessage) {
   EXPECT_EQ(DescribeRankErrors({absl::InternalError("a"), absl::OkStatus()}), "rank 0: a");
 }
 
+TEST(AgreeOnSettingsTest, OkWhenEveryRankHasTheSameSettings) {
+  EXPECT_TRUE(AgreeOnSettings({{"--lr", "0.1"}, {"--seed", "1"}}, World(), "options").ok());
+}
+
+TEST(AgreeOnSettingsTest, EveryRankLearnsWhichSettingsDifferOnWhichRanks) {
+  const int rank = World().rank();
+  // The last rank has its own --lr; --seed and --model match everywhere.
+  const std::string lr = rank == World().size() - 1 ? "0.2" : "0.1";
+  absl::Status agreed =
+      AgreeOnSettings({{"--model", "lenet"}, {"--lr", lr}, {"--seed", "1"}}, World(), "options");
+  ASSERT_TRUE(IsAgreedError(agreed));
+  EXPECT_EQ(agreed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(agreed.message(), World().size() == 2
+                                  ? "options: --lr (0.1 on rank 0; 0.2 on rank 1)"
+                                  : "options: --lr (0.1 on ranks 0, 1, 2; 0.2 on rank 3)");
+}
+
+TEST(AgreeOnSettingsTest, ASettingOnlySomeRanksHaveIsNamed) {
+  std::vector<Setting> settings = {{"--lr", "0.1"}};
+  if (World().rank() == 0) settings.emplace_back("--resume", "yes");
+  absl::Status agreed = AgreeOnSettings(settings, World(), "options");
+  EXPECT_EQ(agreed.message(),
+            absl::StrCat("options: --resume (",
+                         World().size() == 2 ? "(none) on rank 1" : "(none) on ranks 1, 2, 3",
+                         "; yes on rank 0)"));
+}
+
 TEST(AgreeAcrossRanksTest, OtherErrorsAreNotAgreed) {
   EXPECT_FALSE(IsAgreedError(absl::InternalError("one rank's own")));
 }
