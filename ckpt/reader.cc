@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <new>
 #include <optional>
 #include <unordered_set>
 
 #include "absl/strings/str_format.h"
 #include "ckpt/checkpoint.pb.h"
 #include "ckpt/file_io.h"
+#include "core/host_memory.h"
 
 namespace lockstep::ckpt {
 namespace {
@@ -144,13 +146,19 @@ absl::Status EntryBuilder::StartEntry(proto::Checkpoint::Value& value, const Ten
                  absl::StrCat("its dims ", ShapeToString(dims_),
                               " need more bytes than the whole file holds (", content_bytes_, ")"));
   }
+  // A sparse file may hold as many bytes as a tensor claims without holding the tensor.
+  if (type.numeric()) {
+    LS_RETURN_IF_ERROR(CheckHostMemory(
+        *expected, absl::StrCat(data_->path, ": tensor '", tag, "' at byte ", offset, ": ",
+                                type.name, ShapeToString(dims_))));
+  }
   expected_ = type.numeric() ? *expected : UINT64_MAX;
   Entry& entry = data_->entries.emplace_back();
   entry.name = tag;
   entry.type = &type;
+  // Further slices append to the content as they are read: nothing is reserved for the
+  // declared size, which the file has not shown it holds.
   entry.content.swap(*tensor->mutable_tensor_content());
-  // The declared size is bounded above, and reserving it lets slices append without regrowing.
-  if (type.numeric()) entry.content.reserve(*expected);
   offset_ = offset;
   open_ = true;
   return absl::OkStatus();
@@ -171,6 +179,22 @@ absl::Status EntryBuilder::CompleteLast() {
         offset_, entry.name,
         absl::StrCat(entry.content.size(), " bytes of content in ", entry.slices, " slice(s), but ",
                      entry.type->name, ShapeToString(dims_), " needs ", expected));
+  }
+  return absl::OkStatus();
+}
+
+// The Value of `length` bytes (bounded by the bytes left) at `offset`.
+absl::Status ReadValue(google::protobuf::io::CodedInputStream& coded, uint64_t length,
+                       uint64_t offset, const std::string& path, std::string* payload,
+                       proto::Checkpoint::Value* value) {
+  payload->reserve(length);
+  if (!coded.ReadString(payload, static_cast<int>(length))) {
+    return Corrupt(path, offset, "the Value could not be read");
+  }
+  value->Clear();
+  if (!value->ParsePartialFromString(*payload) || !value->IsInitialized()) {
+    return Corrupt(path, offset,
+                   absl::StrCat("a malformed Value (", value->InitializationErrorString(), ")"));
   }
   return absl::OkStatus();
 }
@@ -200,16 +224,14 @@ absl::Status ParseValues(const ReadOnlyFile& file, uint64_t content_bytes, Check
                                   " remain: truncated or corrupt"));
     }
     if (length > INT_MAX) return Corrupt(data->path, offset, "a Value over 2 GiB");
-    payload.reserve(length);
-    if (!coded.ReadString(&payload, static_cast<int>(length))) {
-      return Corrupt(data->path, offset, "the Value could not be read");
+    // What the file holds may still be more than memory can: such an allocation is an error too.
+    try {
+      LS_RETURN_IF_ERROR(ReadValue(coded, length, offset, data->path, &payload, &value));
+      LS_RETURN_IF_ERROR(builder.Add(value, offset));
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(absl::StrCat(data->path, ": out of memory reading the ",
+                                                       length, "-byte Value at byte ", offset));
     }
-    value.Clear();
-    if (!value.ParsePartialFromString(payload) || !value.IsInitialized()) {
-      return Corrupt(data->path, offset,
-                     absl::StrCat("a malformed Value (", value.InitializationErrorString(), ")"));
-    }
-    LS_RETURN_IF_ERROR(builder.Add(value, offset));
     offset += coded.CurrentPosition();
   }
   return builder.Finish();
