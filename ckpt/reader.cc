@@ -183,16 +183,15 @@ absl::Status EntryBuilder::CompleteLast() {
   return absl::OkStatus();
 }
 
-// The Value of `length` bytes (bounded by the bytes left) at `offset`.
+// The Value of `length` bytes (bounded by the bytes left) at `offset`, parsed as it is read: a
+// Value that goes wrong early (zeros, as a sparse file holds) is refused without reading the rest.
 absl::Status ReadValue(google::protobuf::io::CodedInputStream& coded, uint64_t length,
-                       uint64_t offset, const std::string& path, std::string* payload,
-                       proto::Checkpoint::Value* value) {
-  payload->reserve(length);
-  if (!coded.ReadString(payload, static_cast<int>(length))) {
-    return Corrupt(path, offset, "the Value could not be read");
-  }
+                       uint64_t offset, const std::string& path, proto::Checkpoint::Value* value) {
   value->Clear();
-  if (!value->ParsePartialFromString(*payload) || !value->IsInitialized()) {
+  const auto limit = coded.PushLimit(static_cast<int>(length));
+  const bool parsed = value->ParsePartialFromCodedStream(&coded) && coded.BytesUntilLimit() == 0;
+  coded.PopLimit(limit);
+  if (!parsed || !value->IsInitialized()) {
     return Corrupt(path, offset,
                    absl::StrCat("a malformed Value (", value->InitializationErrorString(), ")"));
   }
@@ -205,7 +204,6 @@ absl::Status ParseValues(const ReadOnlyFile& file, uint64_t content_bytes, Check
   google::protobuf::io::FileInputStream file_stream(file.fd());
   google::protobuf::io::LimitingInputStream limited(&file_stream, content_bytes);
   EntryBuilder builder(data, content_bytes);
-  std::string payload;
   proto::Checkpoint::Value value;
   for (uint64_t offset = 0; offset < content_bytes;) {
     google::protobuf::io::CodedInputStream coded(&limited);
@@ -226,7 +224,7 @@ absl::Status ParseValues(const ReadOnlyFile& file, uint64_t content_bytes, Check
     if (length > INT_MAX) return Corrupt(data->path, offset, "a Value over 2 GiB");
     // What the file holds may still be more than memory can: such an allocation is an error too.
     try {
-      LS_RETURN_IF_ERROR(ReadValue(coded, length, offset, data->path, &payload, &value));
+      LS_RETURN_IF_ERROR(ReadValue(coded, length, offset, data->path, &value));
       LS_RETURN_IF_ERROR(builder.Add(value, offset));
     } catch (const std::bad_alloc&) {
       return absl::ResourceExhaustedError(absl::StrCat(data->path, ": out of memory reading the ",

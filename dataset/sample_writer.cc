@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 constexpr int64_t kValIndexOffset = int64_t{1} << 30;
 // Drawing one image holds its noise (3 floats a pixel), its pixels (3 bytes) and TurboJPEG's
 // worst-case output buffer (under 6 bytes a pixel), with room to spare.
-constexpr int64_t kDrawBytesPerPixel = 24;
+constexpr uint64_t kDrawBytesPerPixel = 24;
 // A JPEG's sides are 16-bit numbers.
 constexpr int kMaxJpegSide = 65535;
 
@@ -39,8 +39,11 @@ struct Split {
 
 int64_t NumClasses() { return static_cast<int64_t>(SampleClassNames().size()); }
 
-int64_t DrawBytes(const SampleDatasetOptions& o) {
-  return int64_t{o.height} * o.width * kDrawBytesPerPixel;
+// Saturates rather than overflows: both sides may be as large as an int.
+uint64_t DrawBytes(const SampleDatasetOptions& o) {
+  uint64_t bytes = 0;
+  const uint64_t pixels = static_cast<uint64_t>(o.height) * static_cast<uint64_t>(o.width);
+  return __builtin_mul_overflow(pixels, kDrawBytesPerPixel, &bytes) ? UINT64_MAX : bytes;
 }
 
 absl::Status CheckOptions(const SampleDatasetOptions& o) {
@@ -110,10 +113,10 @@ absl::Status WriteSplit(const fs::path& dir, const Split& split,
           absl::StrCat("cannot create '", class_dirs.back().string(), "': ", error.message()));
     }
   }
-  // Every image is a pure function of its index, so they are drawn in parallel, by as many
-  // threads as have memory to draw one.
-  const int64_t fit = std::max<int64_t>(1, HostMemoryLimit() / (2 * DrawBytes(options)));
-  const int threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), fit));
+  // Every image is a pure function of its index, so they are drawn in parallel, by no more
+  // threads than half of the memory can draw at once.
+  const uint64_t fit = std::max<uint64_t>(1, HostMemoryLimit() / (2 * DrawBytes(options)));
+  const int threads = static_cast<int>(std::min<uint64_t>(omp_get_max_threads(), fit));
   const int64_t total = NumClasses() * split.per_class;
   std::atomic<bool> failed{false};
   absl::Status first_error;
