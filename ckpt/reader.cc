@@ -148,9 +148,9 @@ absl::Status EntryBuilder::StartEntry(proto::Checkpoint::Value& value, const Ten
   }
   // A sparse file may hold as many bytes as a tensor claims without holding the tensor.
   if (type.numeric()) {
-    LS_RETURN_IF_ERROR(CheckHostMemory(
-        *expected, absl::StrCat(data_->path, ": tensor '", tag, "' at byte ", offset, ": ",
-                                type.name, ShapeToString(dims_))));
+    LS_RETURN_IF_ERROR(
+        CheckHostMemory(*expected, absl::StrCat(data_->path, ": tensor '", tag, "' at byte ",
+                                                offset, ": ", type.name, ShapeToString(dims_))));
   }
   expected_ = type.numeric() ? *expected : UINT64_MAX;
   Entry& entry = data_->entries.emplace_back();

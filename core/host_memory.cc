@@ -28,8 +28,8 @@ uint64_t HostMemoryLimit() {
 absl::Status CheckHostMemory(uint64_t bytes, absl::string_view what) {
   const uint64_t limit = HostMemoryLimit();
   if (bytes <= limit) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      what, " needs ", bytes, " bytes, more than the ", limit, " bytes of memory this process may use"));
+  return absl::ResourceExhaustedError(absl::StrCat(what, " needs ", bytes, " bytes, more than the ",
+                                                   limit, " bytes of memory this process may use"));
 }
 
 }  // namespace lockstep

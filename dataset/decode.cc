@@ -68,7 +68,8 @@ absl::Status CheckSize(int64_t height, int64_t width) {
 // Memory for decoded pixels. Sizes past what this process may ever hold are a bad file, as sizes
 // past kMaxPixels are; an allocation that fails anyway is an error naming the size.
 absl::StatusOr<Tensor> AllocatePixels(int64_t height, int64_t width, int64_t channels) {
-  const std::string what = absl::StrCat("a ", width, "x", height, " image of ", channels, " channels");
+  const std::string what =
+      absl::StrCat("a ", width, "x", height, " image of ", channels, " channels");
   if (absl::Status fits = CheckHostMemory(height * width * channels, what); !fits.ok()) {
     return absl::DataLossError(fits.message());
   }

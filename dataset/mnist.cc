@@ -34,9 +34,9 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path, int rank) {
     overflow |= __builtin_mul_overflow(elements, static_cast<uint64_t>(idx.dims.back()), &elements);
   }
   if (overflow || size - idx.data_offset != elements) {
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' holds ", size - idx.data_offset,
-                                                   " data bytes, its header promises ",
-                                                   overflow ? "over 2^64" : absl::StrCat(elements)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' holds ", size - idx.data_offset, " data bytes, its header promises ",
+        overflow ? "over 2^64" : absl::StrCat(elements)));
   }
   return idx;
 }

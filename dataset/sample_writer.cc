@@ -6,10 +6,11 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <mutex>
+#include <new>
 #include <system_error>
 
 #include "absl/strings/str_format.h"
@@ -55,7 +56,8 @@ absl::Status CheckOptions(const SampleDatasetOptions& o) {
         o.width, o.height, o.train_per_class, o.val_per_class, o.quality));
   }
   LS_RETURN_IF_ERROR(CheckHostMemory(
-      DrawBytes(o), absl::StrFormat("--width %d --height %d: drawing one image", o.width, o.height)));
+      DrawBytes(o),
+      absl::StrFormat("--width %d --height %d: drawing one image", o.width, o.height)));
   if (o.height > kMaxJpegSide || o.width > kMaxJpegSide) {
     return absl::InvalidArgumentError(
         absl::StrFormat("--width %d --height %d: a JPEG image has at most %d pixels a side",
@@ -88,17 +90,26 @@ absl::Status CheckDiskSpace(const std::string& dir, const SampleDatasetOptions& 
   return absl::ResourceExhaustedError(absl::StrFormat(
       "--train-per-class %d --val-per-class %d: %d images of about %d bytes each (--width %d "
       "--height %d --quality %d) need at least %.0f bytes, more than the %d bytes free on %s",
-      o.train_per_class, o.val_per_class, images, jpeg.size(), o.width, o.height, o.quality,
-      needed, free_bytes, where.string()));
+      o.train_per_class, o.val_per_class, images, jpeg.size(), o.width, o.height, o.quality, needed,
+      free_bytes, where.string()));
 }
 
 absl::Status WriteImage(const fs::path& class_dir, int label, int64_t i, int64_t first_index,
                         const SampleDatasetOptions& options) {
-  Tensor image =
-      RenderSampleImage(label, options.seed, first_index + i, options.height, options.width);
-  LS_ASSIGN_OR_RETURN(std::vector<uint8_t> jpeg, EncodeJpeg(image, {.quality = options.quality}));
-  const std::string& name = SampleClassNames()[label];
-  return WriteFileBytes(absl::StrFormat("%s/%s_%05d.jpg", class_dir.string(), name, i), jpeg);
+  const std::string path =
+      absl::StrFormat("%s/%s_%05d.jpg", class_dir.string(), SampleClassNames()[label], i);
+  std::vector<uint8_t> jpeg;
+  // Memory checked for one image may still run out with other programs running.
+  try {
+    Tensor image =
+        RenderSampleImage(label, options.seed, first_index + i, options.height, options.width);
+    LS_ASSIGN_OR_RETURN(jpeg, EncodeJpeg(image, {.quality = options.quality}));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("out of memory drawing %s (--width %d --height %d: %d bytes)", path,
+                        options.width, options.height, DrawBytes(options)));
+  }
+  return WriteFileBytes(path, jpeg);
 }
 
 absl::Status WriteSplit(const fs::path& dir, const Split& split,
@@ -169,8 +180,8 @@ absl::Status WriteStaged(const fs::path& dir, const std::vector<Split>& splits,
   }
   std::string pattern = dir.string() + ".partial-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create a folder beside '",
-                                                   dir.string(), "'"));
+    return absl::ErrnoToStatus(errno,
+                               absl::StrCat("cannot create a folder beside '", dir.string(), "'"));
   }
   *staging = pattern;
   for (const Split& split : splits) LS_RETURN_IF_ERROR(WriteSplit(*staging, split, options));
@@ -192,8 +203,9 @@ absl::Status WriteSampleDataset(const std::string& dir, const SampleDatasetOptio
                              Split{"val", options.val_per_class, kValIndexOffset}}) {
     if (split.per_class == 0) continue;
     if (fs::symlink_status(target / split.name, error).type() != fs::file_type::not_found) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "'", (target / split.name).string(), "' exists: a new data set is never written over one"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("'", (target / split.name).string(),
+                       "' exists: a new data set is never written over one"));
     }
     splits.push_back(split);
   }

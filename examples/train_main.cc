@@ -341,10 +341,11 @@ std::string ValidationLine(const Flags& f) {
 absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const EnvOptions& env) {
   Job job;
   // Checkpoints and summaries never land on the images they are made from.
-  LS_RETURN_IF_ERROR(CheckOutputsAreNotInputs(
-      {{"--ckpt-dir", f.ckpt_dir}, {"--summary-dir", f.summary_dir}},
-      {{"--data", f.data}, {"--data's train/", f.data + "/train", true},
-       {"--data's val/", f.data + "/val", true}}));
+  LS_RETURN_IF_ERROR(
+      CheckOutputsAreNotInputs({{"--ckpt-dir", f.ckpt_dir}, {"--summary-dir", f.summary_dir}},
+                               {{"--data", f.data},
+                                {"--data's train/", f.data + "/train", true},
+                                {"--data's val/", f.data + "/val", true}}));
   if (f.image_size <= 0) {
     LS_ASSIGN_OR_RETURN(f.image_size, models::DefaultImageSize(f.model));
     job.model_image_size = true;

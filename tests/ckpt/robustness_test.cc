@@ -244,8 +244,9 @@ TEST(CkptRobustnessTest, OnlyRegularFilesAreRead) {
   const std::string fifo = dir.Join("fifo.ckpt");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   absl::Status status = ReadCheckpoint(fifo).status();
-  EXPECT_EQ(status.message(), fifo + " is a FIFO (named pipe), not a regular file: it cannot be "
-                                     "read as one");
+  EXPECT_EQ(status.message(), fifo +
+                                  " is a FIFO (named pipe), not a regular file: it cannot be "
+                                  "read as one");
   status = ReadCheckpoint(dir.path()).status();
   EXPECT_NE(status.message().find(dir.path() + " is a directory, not a regular file"),
             std::string::npos)

@@ -57,8 +57,9 @@ TEST(PathsTest, OnlyRegularFilesAreOpened) {
   EXPECT_EQ(opened->size, 4u);
   close(opened->fd);
   ASSERT_EQ(mkfifo(dir.Join("fifo").c_str(), 0600), 0);
-  EXPECT_EQ(OpenRegularFile(dir.Join("fifo")).status().message(),
-            dir.Join("fifo") + " is a FIFO (named pipe), not a regular file: it cannot be read as one");
+  EXPECT_EQ(
+      OpenRegularFile(dir.Join("fifo")).status().message(),
+      dir.Join("fifo") + " is a FIFO (named pipe), not a regular file: it cannot be read as one");
   EXPECT_NE(OpenRegularFile(dir.path()).status().message().find("is a directory"),
             std::string::npos);
   EXPECT_NE(OpenRegularFile("/dev/null").status().message().find("is a character device"),

@@ -67,7 +67,8 @@ TEST(DatasetSampleTest, RefusedSizesAndExistingSplitsLeaveNoFolder) {
       << many;
   EXPECT_FALSE(std::filesystem::exists(dir.Join("new")));
 
-  const SampleDatasetOptions small{.train_per_class = 1, .val_per_class = 1, .height = 8, .width = 8};
+  const SampleDatasetOptions small{
+      .train_per_class = 1, .val_per_class = 1, .height = 8, .width = 8};
   ASSERT_TRUE(WriteSampleDataset(out, small).ok());
   absl::Status again = WriteSampleDataset(out, small);
   EXPECT_NE(again.message().find(out + "/train' exists"), std::string_view::npos) << again;

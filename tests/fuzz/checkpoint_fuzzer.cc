@@ -49,6 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // tensor claims, memory cannot (such a file once made `lockstep-ckpt list` abort).
   std::error_code error;
   std::filesystem::resize_file(path, uint64_t{1} << 40, error);
-  if (!error) Use(ReadCheckpoint(path, {.require_crc = false, .fail_on_crc_mismatch = false}), path);
+  if (!error) {
+    Use(ReadCheckpoint(path, {.require_crc = false, .fail_on_crc_mismatch = false}), path);
+  }
   return 0;
 }
