@@ -29,8 +29,8 @@ constexpr int64_t kValIndexOffset = int64_t{1} << 30;
 // Drawing one image holds its noise (3 floats a pixel), its pixels (3 bytes) and TurboJPEG's
 // worst-case output buffer (under 6 bytes a pixel), with room to spare.
 constexpr uint64_t kDrawBytesPerPixel = 24;
-// A JPEG's sides are 16-bit numbers.
-constexpr int kMaxJpegSide = 65535;
+// libjpeg's JPEG_MAX_DIMENSION.
+constexpr int kMaxJpegSide = 65500;
 
 struct Split {
   const char* name;
@@ -57,11 +57,11 @@ absl::Status CheckOptions(const SampleDatasetOptions& o) {
   }
   LS_RETURN_IF_ERROR(CheckHostMemory(
       DrawBytes(o),
-      absl::StrFormat("--width %d --height %d: drawing one image", o.width, o.height)));
+      absl::StrFormat("--height %d --width %d: drawing one image", o.height, o.width)));
   if (o.height > kMaxJpegSide || o.width > kMaxJpegSide) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("--width %d --height %d: a JPEG image has at most %d pixels a side",
-                        o.width, o.height, kMaxJpegSide));
+        absl::StrFormat("--height %d --width %d: a JPEG image has at most %d pixels a side",
+                        o.height, o.width, kMaxJpegSide));
   }
   return absl::OkStatus();
 }
@@ -88,9 +88,9 @@ absl::Status CheckDiskSpace(const std::string& dir, const SampleDatasetOptions& 
   const double needed = 0.5 * static_cast<double>(jpeg.size()) * static_cast<double>(images);
   if (needed <= static_cast<double>(free_bytes)) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrFormat(
-      "--train-per-class %d --val-per-class %d: %d images of about %d bytes each (--width %d "
-      "--height %d --quality %d) need at least %.0f bytes, more than the %d bytes free on %s",
-      o.train_per_class, o.val_per_class, images, jpeg.size(), o.width, o.height, o.quality, needed,
+      "--train-per-class %d --val-per-class %d: %d images of about %d bytes each (--height %d "
+      "--width %d --quality %d) need at least %.0f bytes, more than the %d bytes free on %s",
+      o.train_per_class, o.val_per_class, images, jpeg.size(), o.height, o.width, o.quality, needed,
       free_bytes, where.string()));
 }
 
@@ -106,8 +106,8 @@ absl::Status WriteImage(const fs::path& class_dir, int label, int64_t i, int64_t
     LS_ASSIGN_OR_RETURN(jpeg, EncodeJpeg(image, {.quality = options.quality}));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
-        absl::StrFormat("out of memory drawing %s (--width %d --height %d: %d bytes)", path,
-                        options.width, options.height, DrawBytes(options)));
+        absl::StrFormat("out of memory drawing %s (--height %d --width %d: %d bytes)", path,
+                        options.height, options.width, DrawBytes(options)));
   }
   return WriteFileBytes(path, jpeg);
 }

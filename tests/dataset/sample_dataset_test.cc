@@ -56,7 +56,7 @@ TEST(DatasetSampleTest, RefusedSizesAndExistingSplitsLeaveNoFolder) {
   const std::string out = dir.Join("new/data");
   absl::Status huge = WriteSampleDataset(out, {.height = 1000000, .width = 1000000});
   EXPECT_TRUE(absl::IsResourceExhausted(huge)) << huge;
-  EXPECT_NE(huge.message().find("--width 1000000 --height 1000000: drawing one image needs "
+  EXPECT_NE(huge.message().find("--height 1000000 --width 1000000: drawing one image needs "
                                 "24000000000000 bytes"),
             std::string_view::npos)
       << huge;
