@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <new>
 #include <system_error>
 #include <utility>
 
+#include "core/host_memory.h"
 #include "core/logging.h"
+#include "core/paths.h"
 
 namespace lockstep::ckpt {
 namespace {
@@ -85,14 +88,8 @@ absl::Status AtomicFile::Commit() {
 }
 
 absl::StatusOr<ReadOnlyFile> ReadOnlyFile::Open(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("opening", path);
-  ReadOnlyFile file(path, fd, 0);
-  struct stat info;
-  if (fstat(fd, &info) != 0) return ErrnoError("stat of", path);
-  if (!S_ISREG(info.st_mode)) return absl::InvalidArgumentError(path + " is not a regular file");
-  file.size_ = static_cast<uint64_t>(info.st_size);
-  return file;
+  LS_ASSIGN_OR_RETURN(RegularFile file, OpenRegularFile(path));
+  return ReadOnlyFile(path, file.fd, file.size);
 }
 
 ReadOnlyFile::ReadOnlyFile(ReadOnlyFile&& other) noexcept
@@ -119,7 +116,14 @@ absl::Status ReadOnlyFile::ReadAt(uint64_t offset, uint64_t length, char* out) c
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   LS_ASSIGN_OR_RETURN(ReadOnlyFile file, ReadOnlyFile::Open(path));
-  std::string bytes(file.size(), '\0');
+  LS_RETURN_IF_ERROR(CheckHostMemory(file.size(), absl::StrCat("reading ", path)));
+  std::string bytes;
+  try {
+    bytes.resize(file.size());
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory for the ", file.size(), " bytes of ", path));
+  }
   LS_RETURN_IF_ERROR(file.ReadAt(0, bytes.size(), bytes.data()));
   return bytes;
 }

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <new>
 #include <optional>
 #include <unordered_set>
 
 #include "absl/strings/str_format.h"
 #include "ckpt/checkpoint.pb.h"
 #include "ckpt/file_io.h"
+#include "core/host_memory.h"
 
 namespace lockstep::ckpt {
 namespace {
@@ -144,13 +146,19 @@ absl::Status EntryBuilder::StartEntry(proto::Checkpoint::Value& value, const Ten
                  absl::StrCat("its dims ", ShapeToString(dims_),
                               " need more bytes than the whole file holds (", content_bytes_, ")"));
   }
+  // A sparse file may hold as many bytes as a tensor claims without holding the tensor.
+  if (type.numeric()) {
+    LS_RETURN_IF_ERROR(
+        CheckHostMemory(*expected, absl::StrCat(data_->path, ": tensor '", tag, "' at byte ",
+                                                offset, ": ", type.name, ShapeToString(dims_))));
+  }
   expected_ = type.numeric() ? *expected : UINT64_MAX;
   Entry& entry = data_->entries.emplace_back();
   entry.name = tag;
   entry.type = &type;
+  // Further slices append to the content as they are read: nothing is reserved for the
+  // declared size, which the file has not shown it holds.
   entry.content.swap(*tensor->mutable_tensor_content());
-  // The declared size is bounded above, and reserving it lets slices append without regrowing.
-  if (type.numeric()) entry.content.reserve(*expected);
   offset_ = offset;
   open_ = true;
   return absl::OkStatus();
@@ -175,13 +183,27 @@ absl::Status EntryBuilder::CompleteLast() {
   return absl::OkStatus();
 }
 
+// The Value of `length` bytes (bounded by the bytes left) at `offset`, parsed as it is read: a
+// Value that goes wrong early (zeros, as a sparse file holds) is refused without reading the rest.
+absl::Status ReadValue(google::protobuf::io::CodedInputStream& coded, uint64_t length,
+                       uint64_t offset, const std::string& path, proto::Checkpoint::Value* value) {
+  value->Clear();
+  const auto limit = coded.PushLimit(static_cast<int>(length));
+  const bool parsed = value->ParsePartialFromCodedStream(&coded) && coded.BytesUntilLimit() == 0;
+  coded.PopLimit(limit);
+  if (!parsed || !value->IsInitialized()) {
+    return Corrupt(path, offset,
+                   absl::StrCat("a malformed Value (", value->InitializationErrorString(), ")"));
+  }
+  return absl::OkStatus();
+}
+
 // Walks the top-level fields of the content (a concatenation of single-Value Checkpoints), each
 // length bounded by the bytes left before it is read.
 absl::Status ParseValues(const ReadOnlyFile& file, uint64_t content_bytes, CheckpointData* data) {
   google::protobuf::io::FileInputStream file_stream(file.fd());
   google::protobuf::io::LimitingInputStream limited(&file_stream, content_bytes);
   EntryBuilder builder(data, content_bytes);
-  std::string payload;
   proto::Checkpoint::Value value;
   for (uint64_t offset = 0; offset < content_bytes;) {
     google::protobuf::io::CodedInputStream coded(&limited);
@@ -200,16 +222,14 @@ absl::Status ParseValues(const ReadOnlyFile& file, uint64_t content_bytes, Check
                                   " remain: truncated or corrupt"));
     }
     if (length > INT_MAX) return Corrupt(data->path, offset, "a Value over 2 GiB");
-    payload.reserve(length);
-    if (!coded.ReadString(&payload, static_cast<int>(length))) {
-      return Corrupt(data->path, offset, "the Value could not be read");
+    // What the file holds may still be more than memory can: such an allocation is an error too.
+    try {
+      LS_RETURN_IF_ERROR(ReadValue(coded, length, offset, data->path, &value));
+      LS_RETURN_IF_ERROR(builder.Add(value, offset));
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(absl::StrCat(data->path, ": out of memory reading the ",
+                                                       length, "-byte Value at byte ", offset));
     }
-    value.Clear();
-    if (!value.ParsePartialFromString(payload) || !value.IsInitialized()) {
-      return Corrupt(data->path, offset,
-                     absl::StrCat("a malformed Value (", value.InitializationErrorString(), ")"));
-    }
-    LS_RETURN_IF_ERROR(builder.Add(value, offset));
     offset += coded.CurrentPosition();
   }
   return builder.Finish();

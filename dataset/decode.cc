@@ -9,6 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/string_view.h"
+#include "core/host_memory.h"
 
 namespace lockstep::dataset {
 namespace {
@@ -64,6 +65,20 @@ absl::Status CheckSize(int64_t height, int64_t width) {
   return absl::OkStatus();
 }
 
+// Memory for decoded pixels. Sizes past what this process may ever hold are a bad file, as sizes
+// past kMaxPixels are; an allocation that fails anyway is an error naming the size.
+absl::StatusOr<Tensor> AllocatePixels(int64_t height, int64_t width, int64_t channels) {
+  const std::string what =
+      absl::StrCat("a ", width, "x", height, " image of ", channels, " channels");
+  if (absl::Status fits = CheckHostMemory(height * width * channels, what); !fits.ok()) {
+    return absl::DataLossError(fits.message());
+  }
+  absl::StatusOr<Tensor> pixels =
+      Tensor::Allocate({height, width, channels}, DType::kU8, Device::CPU(), /*zeroed=*/false);
+  if (!pixels.ok()) return Annotate(pixels.status(), absl::StrCat("decoding ", what));
+  return pixels;
+}
+
 struct JpegHeader {
   int width = 0;
   int height = 0;
@@ -115,8 +130,8 @@ absl::Status CheckDecodeResult(tjhandle handle) {
 }
 
 // Adobe (inverted) CMYK, as libjpeg-turbo writes and reads it: R = C * K / 255.
-Tensor CmykToRgb(const Tensor& cmyk) {  // (H, W, 4) -> (H, W, 3)
-  Tensor rgb = Tensor::Empty({cmyk.dim(0), cmyk.dim(1), 3}, DType::kU8);
+absl::StatusOr<Tensor> CmykToRgb(const Tensor& cmyk) {  // (H, W, 4) -> (H, W, 3)
+  LS_ASSIGN_OR_RETURN(Tensor rgb, AllocatePixels(cmyk.dim(0), cmyk.dim(1), 3));
   const uint8_t* in = cmyk.data<uint8_t>();
   uint8_t* out = rgb.data<uint8_t>();
   int64_t pixels = cmyk.dim(0) * cmyk.dim(1);
@@ -134,12 +149,13 @@ absl::StatusOr<Tensor> DecodeJpeg(absl::Span<const uint8_t> bytes, double max_sh
   int height = TJSCALED(header.height, scale);
   // TurboJPEG converts CMYK and YCCK only to CMYK pixels.
   bool cmyk = header.colorspace == TJCS_CMYK || header.colorspace == TJCS_YCCK;
-  Tensor pixels = Tensor::Empty({height, width, cmyk ? 4 : 3}, DType::kU8);
+  LS_ASSIGN_OR_RETURN(Tensor pixels, AllocatePixels(height, width, cmyk ? 4 : 3));
   if (tjDecompress2(handle, bytes.data(), bytes.size(), pixels.data<uint8_t>(), width, 0, height,
                     cmyk ? TJPF_CMYK : TJPF_RGB, 0) != 0) {
     LS_RETURN_IF_ERROR(CheckDecodeResult(handle));
   }
-  return cmyk ? CmykToRgb(pixels) : pixels;
+  if (cmyk) return CmykToRgb(pixels);
+  return pixels;
 }
 
 // Reads the PNG header into `image`; on success the caller owns it (png_image_free or finish).
@@ -158,9 +174,13 @@ absl::StatusOr<Tensor> DecodePng(absl::Span<const uint8_t> bytes) {
   png_image image;
   LS_RETURN_IF_ERROR(BeginPng(bytes, &image));
   image.format = PNG_FORMAT_RGB;
-  Tensor pixels = Tensor::Empty({image.height, image.width, 3}, DType::kU8);
+  absl::StatusOr<Tensor> pixels = AllocatePixels(image.height, image.width, 3);
+  if (!pixels.ok()) {
+    png_image_free(&image);
+    return pixels.status();
+  }
   // finish_read frees the image whatever happens.
-  if (!png_image_finish_read(&image, nullptr, pixels.data<uint8_t>(), 0, nullptr)) {
+  if (!png_image_finish_read(&image, nullptr, pixels->data<uint8_t>(), 0, nullptr)) {
     return absl::DataLossError(absl::StrCat("corrupt or truncated PNG: ", image.message));
   }
   return pixels;

@@ -1,25 +1,45 @@
 #include "dataset/file_io.h"
 
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
-#include <memory>
+
+#include "core/host_memory.h"
+#include "core/paths.h"
 
 namespace lockstep::dataset {
 
+namespace {
+
+// Fills `out` with the file's bytes; a short read (the file shrank) is still an I/O error.
+absl::Status ReadAll(int fd, const std::string& path, uint8_t* out, uint64_t size) {
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t n = read(fd, out + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return absl::ErrnoToStatus(n < 0 ? errno : EIO, absl::StrCat("cannot read '", path, "'"));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Tensor> ReadFileBytes(const std::string& path) {
-  auto read_error = [&path] {
-    // A short read without an errno (the file shrank) is still an I/O error.
-    return absl::ErrnoToStatus(errno != 0 ? errno : EIO, absl::StrCat("cannot read '", path, "'"));
-  };
-  errno = 0;
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
-  struct stat info;
-  if (file == nullptr || fstat(fileno(file.get()), &info) != 0) return read_error();
-  Tensor bytes = Tensor::Empty({static_cast<int64_t>(info.st_size)}, DType::kU8);
-  size_t size = static_cast<size_t>(info.st_size);
-  if (std::fread(bytes.raw_data(), 1, size, file.get()) != size) return read_error();
+  LS_ASSIGN_OR_RETURN(RegularFile file, OpenRegularFile(path));
+  const std::string what = absl::StrCat("reading '", path, "'");
+  absl::Status status = CheckHostMemory(file.size, what);
+  absl::StatusOr<Tensor> bytes = absl::InternalError("not read");
+  if (status.ok()) {
+    bytes = Tensor::Allocate({static_cast<int64_t>(file.size)}, DType::kU8, Device::CPU(),
+                             /*zeroed=*/false);
+    status = bytes.ok() ? ReadAll(file.fd, path, bytes->data<uint8_t>(), file.size)
+                        : Annotate(bytes.status(), what);
+  }
+  close(file.fd);
+  if (!status.ok()) return status;
   return bytes;
 }
 

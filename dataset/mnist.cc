@@ -25,15 +25,18 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path, int rank) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", path, "' is not an IDX file of unsigned bytes with ", rank, " dimensions"));
   }
-  int64_t elements = 1;
+  // Three 32-bit dimensions may multiply past 64 bits: the product is checked, not trusted.
+  uint64_t elements = 1;
+  bool overflow = false;
   for (int d = 0; d < rank; ++d) {
     const uint8_t* p = bytes + 4 + 4 * d;
     idx.dims.push_back((int64_t{p[0]} << 24) | (p[1] << 16) | (p[2] << 8) | p[3]);
-    elements *= idx.dims.back();
+    overflow |= __builtin_mul_overflow(elements, static_cast<uint64_t>(idx.dims.back()), &elements);
   }
-  if (size - idx.data_offset != static_cast<size_t>(elements)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", path, "' holds ", size - idx.data_offset,
-                                                   " data bytes, its header promises ", elements));
+  if (overflow || size - idx.data_offset != elements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", path, "' holds ", size - idx.data_offset, " data bytes, its header promises ",
+        overflow ? "over 2^64" : absl::StrCat(elements)));
   }
   return idx;
 }

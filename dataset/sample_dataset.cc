@@ -3,13 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <filesystem>
 #include <numbers>
 
-#include "absl/strings/str_format.h"
 #include "core/rng.h"
-#include "dataset/encode.h"
-#include "dataset/file_io.h"
 #include "dataset/sample_random.h"
 
 namespace lockstep::dataset {
@@ -30,8 +26,6 @@ enum SampleClass {
   kNumClasses,
 };
 
-// Validation images use indices far from the training ones, so the two never share an image.
-constexpr int64_t kValIndexOffset = int64_t{1} << 30;
 // Pixel noise draws from counters far above the style's few draws of the same stream.
 constexpr uint64_t kNoiseCounter = uint64_t{1} << 32;
 
@@ -170,41 +164,6 @@ bool Covered(int label, const Style& s, const Speckles& speckles, double x, doub
   }
 }
 
-absl::Status WriteImage(const std::filesystem::path& class_dir, int label, int i,
-                        int64_t first_index, const SampleDatasetOptions& options) {
-  Tensor image =
-      RenderSampleImage(label, options.seed, first_index + i, options.height, options.width);
-  LS_ASSIGN_OR_RETURN(std::vector<uint8_t> jpeg, EncodeJpeg(image, {.quality = options.quality}));
-  const std::string& name = SampleClassNames()[label];
-  return WriteFileBytes(absl::StrFormat("%s/%s_%05d.jpg", class_dir.string(), name, i), jpeg);
-}
-
-absl::Status WriteSplit(const std::string& dir, const std::string& split, int per_class,
-                        int64_t first_index, const SampleDatasetOptions& options) {
-  if (per_class == 0) return absl::OkStatus();
-  std::vector<std::filesystem::path> class_dirs;
-  for (const std::string& name : SampleClassNames()) {
-    class_dirs.push_back(std::filesystem::path(dir) / split / name);
-    std::error_code error;
-    std::filesystem::create_directories(class_dirs.back(), error);
-    if (error) {
-      return absl::InternalError(
-          absl::StrCat("cannot create '", class_dirs.back().string(), "': ", error.message()));
-    }
-  }
-  // Every image is a pure function of its index, so they are drawn in parallel.
-  int64_t total = static_cast<int64_t>(kNumClasses) * per_class;
-  std::vector<absl::Status> statuses(total);
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t k = 0; k < total; ++k) {
-    int label = static_cast<int>(k / per_class);
-    statuses[k] =
-        WriteImage(class_dirs[label], label, static_cast<int>(k % per_class), first_index, options);
-  }
-  for (const absl::Status& status : statuses) LS_RETURN_IF_ERROR(status);
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 const std::vector<std::string>& SampleClassNames() {
@@ -240,19 +199,6 @@ Tensor RenderSampleImage(int label, uint64_t seed, int64_t index, int64_t height
     }
   }
   return image;
-}
-
-absl::Status WriteSampleDataset(const std::string& dir, const SampleDatasetOptions& options) {
-  if (options.height < 8 || options.width < 8 || options.train_per_class < 0 ||
-      options.val_per_class < 0 || options.quality < 1 || options.quality > 100) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "sample data set needs images of at least 8x8, counts >= 0 and quality in 1..100; got "
-        "%dx%d, %d, %d, %d",
-        options.width, options.height, options.train_per_class, options.val_per_class,
-        options.quality));
-  }
-  LS_RETURN_IF_ERROR(WriteSplit(dir, "train", options.train_per_class, 0, options));
-  return WriteSplit(dir, "val", options.val_per_class, kValIndexOffset, options);
 }
 
 }  // namespace lockstep::dataset

@@ -31,7 +31,11 @@ const std::vector<std::string>& SampleClassNames();
 // One (height, width, 3) uint8 image of class `label`.
 Tensor RenderSampleImage(int label, uint64_t seed, int64_t index, int64_t height, int64_t width);
 
-// Writes dir/train/<class>/<class>_NNNNN.jpg and dir/val/<class>/<class>_NNNNN.jpg.
+// Writes dir/train/<class>/<class>_NNNNN.jpg and dir/val/<class>/<class>_NNNNN.jpg
+// (sample_writer.cc). `dir` may exist, but not its train/ or val/. Sizes whose images could not
+// be drawn in memory, or whose data set would not fit on the disk, are refused before anything
+// is created; the data set is written beside `dir` and moved there once complete, and a failure
+// leaves no folder behind. Messages name the options as lockstep-make-sample's flags.
 absl::Status WriteSampleDataset(const std::string& dir, const SampleDatasetOptions& options);
 
 }  // namespace lockstep::dataset

@@ -17,6 +17,7 @@
 #include "ckpt/inspect.h"
 #include "ckpt/reader.h"
 #include "core/logging.h"
+#include "core/paths.h"
 #include "dataset/image_folder.h"
 #include "examples/flag_checks.h"
 #include "inference/onnx_export.h"
@@ -192,14 +193,27 @@ struct InferenceFlags {
   bool fold_bn = true;
 };
 
+// --meta, or the rank's -graph.meta beside the checkpoint.
+absl::StatusOr<std::string> MetaPath(const std::string& ckpt, const InferenceFlags& f) {
+  if (!f.meta.empty()) return f.meta;
+  return inference::GraphMetaBeside(ckpt);
+}
+
 absl::StatusOr<inference::InferenceModel> LoadModel(const std::string& ckpt,
                                                     const InferenceFlags& f, int64_t batch) {
-  std::string meta = f.meta;
-  if (meta.empty()) {
-    LS_ASSIGN_OR_RETURN(meta, inference::GraphMetaBeside(ckpt));
-  }
+  LS_ASSIGN_OR_RETURN(const std::string meta, MetaPath(ckpt, f));
   return inference::LoadInferenceModel(ckpt, meta,
                                        {.batch_size = batch, .fold_batch_norm = f.fold_bn});
+}
+
+// The ONNX file may not replace what it is made from.
+absl::Status CheckExportOutput(const std::string& ckpt, const std::string& out,
+                               const InferenceFlags& f) {
+  std::vector<NamedPath> inputs = {{"the checkpoint", ckpt}, {"--data", f.data}};
+  if (absl::StatusOr<std::string> meta = MetaPath(ckpt, f); meta.ok()) {
+    inputs.push_back({"the graph meta", *meta});
+  }
+  return CheckOutputsAreNotInputs({{"--out", out}}, inputs);
 }
 
 // The sorted class folders of DIR/train (or DIR), as lockstep-train labelled them.
@@ -211,6 +225,9 @@ absl::StatusOr<std::vector<std::string>> ClassNames(const std::string& data) {
 }
 
 int Export(const std::string& ckpt, const std::string& out, const InferenceFlags& f) {
+  if (absl::Status distinct = CheckExportOutput(ckpt, out, f); !distinct.ok()) {
+    return Fail(distinct);
+  }
   absl::StatusOr<inference::InferenceModel> model = LoadModel(ckpt, f, 1);
   if (!model.ok()) return Fail(model.status());
   inference::Preprocessing preprocessing = inference::ValidationPreprocessing(*model);

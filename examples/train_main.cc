@@ -33,6 +33,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/logging.h"
+#include "core/paths.h"
 #include "core/threads.h"
 #include "dataset/image_folder.h"
 #include "examples/env_options.h"
@@ -561,6 +562,12 @@ std::string ValidationLine(const Flags& f) {
 // Fills in the flags left to the model (the image size) and checks the rest.
 absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const EnvOptions& env) {
   Job job;
+  // Checkpoints and summaries never land on the images they are made from.
+  LS_RETURN_IF_ERROR(
+      CheckOutputsAreNotInputs({{"--ckpt-dir", f.ckpt_dir}, {"--summary-dir", f.summary_dir}},
+                               {{"--data", f.data},
+                                {"--data's train/", f.data + "/train", true},
+                                {"--data's val/", f.data + "/val", true}}));
   if (f.image_size <= 0) {
     LS_ASSIGN_OR_RETURN(f.image_size, models::DefaultImageSize(f.model));
     job.model_image_size = true;

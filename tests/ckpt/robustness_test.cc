@@ -4,7 +4,11 @@
 // allocation_tracker.cc, which measures the largest single allocation).
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
+
+#include "ckpt/file_io.h"
 #include "ckpt/reader.h"
 #include "ckpt/writer.h"
 #include "core/rng.h"
@@ -199,6 +203,56 @@ TEST(CkptRobustnessTest, CrcTrailerOverThirtyTwoBitsIsCorrupt) {
   ReadResult result = Read(path);
   ExpectClearError(result, path, bytes.size());
   EXPECT_NE(result.data.status().message().find("over 32 bits"), std::string::npos);
+}
+
+// A sparse file holds as many bytes as its tensor claims (2^40) without holding the tensor: the
+// claim is refused naming the file and the tensor, with no allocation anywhere near its size.
+TEST(CkptRobustnessTest, SparseFileWhoseTensorClaimsATerabyte) {
+  TempDir dir;
+  const std::string path = dir.Join("sparse.ckpt");
+  WriteBytes(path, testing::ValueBytes(FloatValue("fc.weight", {int64_t{1} << 38}, 4)));
+  std::filesystem::resize_file(path, uint64_t{1} << 40);
+  for (const ReadOptions& options : {ReadOptions{}, ReadOptions{.require_crc = false}}) {
+    ReadResult result = Read(path, options);
+    ASSERT_FALSE(result.data.ok());
+    EXPECT_TRUE(absl::IsResourceExhausted(result.data.status())) << result.data.status();
+    EXPECT_NE(result.data.status().message().find(
+                  path + ": tensor 'fc.weight' at byte 0: Float32[274877906944] needs "
+                         "1099511627776 bytes, more than"),
+              std::string::npos)
+        << result.data.status();
+    EXPECT_LE(result.largest_allocation, kFixedBuffers);
+  }
+}
+
+// Zeros after a Value claiming 2^31 - 1 bytes (all the file holds) fail at their first byte.
+TEST(CkptRobustnessTest, SparseFileWhoseValueClaimsTwoGigabytes) {
+  TempDir dir;
+  const std::string path = dir.Join("sparse.ckpt");
+  std::string bytes = "\x0a\xff\xff\xff\xff\x07";
+  WriteBytes(path, bytes);
+  std::filesystem::resize_file(path, uint64_t{1} << 40);
+  ReadResult result = Read(path, {.require_crc = false});
+  ExpectClearError(result, path, 0);
+  EXPECT_NE(result.data.status().message().find("at byte 0: a malformed Value"), std::string::npos)
+      << result.data.status();
+}
+
+// A FIFO would block open() until a writer came; a directory cannot be read.
+TEST(CkptRobustnessTest, OnlyRegularFilesAreRead) {
+  TempDir dir;
+  const std::string fifo = dir.Join("fifo.ckpt");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  absl::Status status = ReadCheckpoint(fifo).status();
+  EXPECT_EQ(status.message(), fifo +
+                                  " is a FIFO (named pipe), not a regular file: it cannot be "
+                                  "read as one");
+  status = ReadCheckpoint(dir.path()).status();
+  EXPECT_NE(status.message().find(dir.path() + " is a directory, not a regular file"),
+            std::string::npos)
+      << status;
+  status = ReadWholeFile(fifo).status();
+  EXPECT_NE(status.message().find("is a FIFO"), std::string::npos) << status;
 }
 
 }  // namespace

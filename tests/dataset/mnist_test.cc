@@ -1,7 +1,9 @@
 #include "dataset/mnist.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <set>
 
 #include "tests/dataset/test_util.h"
@@ -89,6 +91,31 @@ TEST(DatasetMnistTest, BadFilesAreErrorsNamingThePath) {
   absl::Status garbage = Mnist(dir.path()).status();
   EXPECT_NE(garbage.message().find("not an IDX file"), std::string_view::npos) << garbage;
   EXPECT_FALSE(Mnist(dir.path(), {.usage = "validation"}).ok());
+}
+
+// Claims a file cannot back: dims whose product passes 2^64, a sparse file of 2^40 bytes (as
+// big as it claims, but more than memory), a FIFO (opening it would wait for a writer forever).
+TEST(DatasetMnistTest, HeaderClaimsAndFilesThatAreNotRegularAreRefused) {
+  TempDir dir;
+  WriteMnist(dir, "train", 3, 0);
+  const std::string images = dir.Join("train-images-idx3-ubyte");
+  WriteBytes(images, Idx({0xffffffff, 0xffffffff, 0xffffffff}, {1, 2, 3}));
+  absl::Status overflow = Mnist(dir.path()).status();
+  EXPECT_NE(overflow.message().find("its header promises over 2^64"), std::string_view::npos)
+      << overflow;
+
+  std::filesystem::resize_file(images, uint64_t{1} << 40);
+  absl::Status sparse = Mnist(dir.path()).status();
+  EXPECT_TRUE(absl::IsResourceExhausted(sparse)) << sparse;
+  EXPECT_NE(sparse.message().find(images + "' needs 1099511627776 bytes"), std::string_view::npos)
+      << sparse;
+
+  std::filesystem::remove(images);
+  ASSERT_EQ(mkfifo(images.c_str(), 0600), 0);
+  absl::Status fifo = Mnist(dir.path()).status();
+  EXPECT_NE(fifo.message().find(images + " is a FIFO (named pipe), not a regular file"),
+            std::string_view::npos)
+      << fifo;
 }
 
 }  // namespace

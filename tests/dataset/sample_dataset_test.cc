@@ -50,5 +50,31 @@ TEST(DatasetSampleTest, ImagesVaryWithinAndAcrossClasses) {
   EXPECT_FALSE(WriteSampleDataset("/tmp", {.height = 2}).ok());
 }
 
+// Refusals come before anything is created; a data set is never written over another.
+TEST(DatasetSampleTest, RefusedSizesAndExistingSplitsLeaveNoFolder) {
+  TempDir dir;
+  const std::string out = dir.Join("new/data");
+  absl::Status huge = WriteSampleDataset(out, {.height = 1000000, .width = 1000000});
+  EXPECT_TRUE(absl::IsResourceExhausted(huge)) << huge;
+  EXPECT_NE(huge.message().find("--height 1000000 --width 1000000: drawing one image needs "
+                                "24000000000000 bytes"),
+            std::string_view::npos)
+      << huge;
+  absl::Status many = WriteSampleDataset(out, {.train_per_class = 2000000000});
+  EXPECT_NE(many.message().find("--train-per-class 2000000000 --val-per-class 60: 20000000600 "
+                                "images of about"),
+            std::string_view::npos)
+      << many;
+  EXPECT_FALSE(std::filesystem::exists(dir.Join("new")));
+
+  const SampleDatasetOptions small{
+      .train_per_class = 1, .val_per_class = 1, .height = 8, .width = 8};
+  ASSERT_TRUE(WriteSampleDataset(out, small).ok());
+  absl::Status again = WriteSampleDataset(out, small);
+  EXPECT_NE(again.message().find(out + "/train' exists"), std::string_view::npos) << again;
+  // Nothing beside the data set: the folder it was written in has been moved into place.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.Join("new")), {}), 1);
+}
+
 }  // namespace
 }  // namespace lockstep::dataset

@@ -1,11 +1,14 @@
 // libFuzzer target of the .ckpt reader: the input is read as a checkpoint file the way
-// `lockstep-ckpt list` reads one (CRC problems tolerated, so the parser sees mutated content) and
-// the way resume does (CRC required), then every entry goes through what the readers' callers
-// do with it. A rejected file must be a clear error naming the file.
+// `lockstep-ckpt list` reads one (CRC problems tolerated, so the parser sees mutated content),
+// the way resume does (CRC required), and again as the start of a sparse file of 2^40 bytes; then
+// every entry goes through what the readers' callers do with it. A rejected file must be a clear
+// error naming the file.
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 #include "ckpt/inspect.h"
 #include "ckpt/reader.h"
@@ -42,5 +45,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = dir.Write("net_0-1_1.ckpt", data, size);
   Use(ReadCheckpoint(path, {.require_crc = false, .fail_on_crc_mismatch = false}), path);
   Use(ReadCheckpoint(path), path);
+  // The same bytes at the start of a sparse file of 2^40 bytes: the file can back any size a
+  // tensor claims, memory cannot (such a file once made `lockstep-ckpt list` abort).
+  std::error_code error;
+  std::filesystem::resize_file(path, uint64_t{1} << 40, error);
+  if (!error) {
+    Use(ReadCheckpoint(path, {.require_crc = false, .fail_on_crc_mismatch = false}), path);
+  }
   return 0;
 }

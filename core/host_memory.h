@@ -1,0 +1,22 @@
+#pragma once
+
+// How much host memory this process may use, so that a size read from a file or a flag is
+// refused with a message before an allocation of that size fails (or is granted by overcommit
+// and fails later, on first touch).
+
+#include <cstdint>
+
+#include "absl/strings/string_view.h"
+#include "core/status.h"
+
+namespace lockstep {
+
+// The machine's physical memory, or less where an address-space or data-segment limit
+// (ulimit -v, ulimit -d) is lower.
+uint64_t HostMemoryLimit();
+
+// ResourceExhausted "<what> needs <bytes> bytes, more than ..." when `bytes` exceeds
+// HostMemoryLimit().
+absl::Status CheckHostMemory(uint64_t bytes, absl::string_view what);
+
+}  // namespace lockstep

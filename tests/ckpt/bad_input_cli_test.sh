@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Bad input to the binaries, on real files: each refusal ends at once with its exit status and one
+# message naming the file, tensor or flag.
+# - A sparse checkpoint whose tensor claims 2^40 bytes: `lockstep-ckpt list`, `verify`, `predict`
+#   and `lockstep-train --resume` refuse it naming the file and the tensor, under an address-space
+#   limit of 4 GB (a reservation of the claimed size would fail).
+# - A FIFO given to `list` and `predict` is refused, not waited on.
+# - `lockstep-ckpt export` onto its own checkpoint, directly or through a link, is refused and the
+#   checkpoint is unchanged; `lockstep-train --ckpt-dir` inside --data's train/ is refused.
+# - `lockstep-make-sample` with 60000x60000 images (86 GB to draw one) is refused naming the flags
+#   and the bytes, leaving no folder.
+# lockstep-ckpt's errors exit 2 (its usage: 1 is for files that differ or fail verification).
+#   bad_input_cli_test.sh LOCKSTEP_MAKE_SAMPLE LOCKSTEP_TRAIN LOCKSTEP_CKPT
+set -euo pipefail
+make_sample=$1 train=$2 ckpt=$3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+fail() { echo "FAIL: $*"; exit 1; }
+# run STATUS COMMAND...: runs under a 10 s timeout and a 4 GB address space; the exit status
+# must be STATUS; the output is kept in $out.
+run() {
+  local want=$1 got=0
+  shift
+  out=$( (ulimit -v 4000000; timeout 10 "$@") 2>&1) || got=$?
+  [[ $got == "$want" ]] || fail "exit $got, not $want, from $*: $out"
+}
+expect() { grep -qF -- "$1" <<<"$out" || fail "no '$1' in: $out"; }
+
+"$make_sample" data --train-per-class 2 --val-per-class 1 --height 32 --width 32 >/dev/null
+"$train" --data data --model lenet --epochs 1 --batch-size 4 --threads 1 --ckpt-dir good \
+  >/dev/null 2>&1
+good=good/lenet_0-1_5.ckpt
+[[ -f $good ]] || fail "no $good"
+image=$(ls data/val/dots/*.jpg | head -n 1)
+
+# One Value: tensor 'fc1.weight', Float32, dims [2^38], 4 bytes of content; then 2^40 bytes.
+cp -r good sparse
+printf '\x0a\x24\x0a\x0afc1.weight\x12\x16\x08\x80\x80\x80\x80\x80\x08\x12\x07Float32\x1a\x04\x00\x00\x80\x3f' \
+  >sparse/lenet_0-1_5.ckpt
+truncate -s $((1 << 40)) sparse/lenet_0-1_5.ckpt
+sed -i 's/"bytes": "[0-9]*"/"bytes": "1099511627776"/' sparse/lenet-1_5.manifest
+claim="sparse/lenet_0-1_5.ckpt: tensor 'fc1.weight' at byte 0: Float32[274877906944] needs 1099511627776 bytes"
+run 2 "$ckpt" list sparse/lenet_0-1_5.ckpt
+expect "$claim"
+run 1 "$ckpt" verify sparse
+expect "rank 0: $claim"
+run 2 "$ckpt" predict sparse/lenet_0-1_5.ckpt "$image"
+expect "$claim"
+run 1 env CUDA_VISIBLE_DEVICES= "$train" --data data --model lenet --epochs 2 --batch-size 4 \
+  --threads 1 --resume sparse
+expect "sparse/lenet_0-1_5.ckpt"
+
+mkfifo fifo
+run 2 "$ckpt" list fifo
+expect "fifo is a FIFO (named pipe), not a regular file"
+run 2 "$ckpt" predict "$good" fifo
+expect "fifo is a FIFO (named pipe), not a regular file"
+
+before=$(cksum <"$good")
+ln -s "$good" link.onnx
+run 2 "$ckpt" export "$good" --out "$good"
+expect "--out $good is the checkpoint $good: an output may not replace an input"
+run 2 "$ckpt" export "$good" --out link.onnx
+expect "--out link.onnx is the checkpoint $good"
+[[ $(cksum <"$good") == "$before" && -L link.onnx ]] || fail "the checkpoint or the link changed"
+run 0 "$ckpt" export "$good" --out model.onnx
+
+run 1 "$train" --data data --model lenet --epochs 1 --batch-size 4 --threads 1 \
+  --ckpt-dir data/train/ckpt
+expect "--ckpt-dir data/train/ckpt lies inside --data's train/ data/train"
+[[ ! -e data/train/ckpt ]] || fail "--ckpt-dir was created inside data/train"
+
+run 1 "$make_sample" huge --height 60000 --width 60000
+expect "--height 60000 --width 60000"
+grep -qE "needs [0-9]+ bytes" <<<"$out" || fail "no bytes named in: $out"
+[[ -z $(ls | grep huge) ]] || fail "make-sample left $(ls | grep huge)"
+echo "ok"
