@@ -16,6 +16,7 @@
 #include "ckpt/graph_meta.h"
 #include "ckpt/inspect.h"
 #include "ckpt/reader.h"
+#include "core/json.h"
 #include "core/logging.h"
 #include "core/paths.h"
 #include "dataset/image_folder.h"
@@ -35,19 +36,7 @@ int Fail(const absl::Status& status) {
 }
 
 // A JSON string literal.
-std::string Json(absl::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      absl::StrAppend(&out, "\\", std::string(1, c));
-    } else if (c < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out + "\"";
-}
+std::string Json(absl::string_view text) { return JsonString(text); }
 
 // A JSON number; null where JSON has none (NaN, infinities).
 std::string Json(double value) {

@@ -5,9 +5,7 @@
 #include <iostream>
 #include <string>
 
-#include "absl/strings/str_format.h"
 #include "core/logging.h"
-#include "core/threads.h"
 #include "dataset/sample_dataset.h"
 #include "examples/flag_checks.h"
 
@@ -15,17 +13,6 @@ namespace {
 
 // JPEG's largest side.
 constexpr int64_t kMaxSide = 65500;
-// Bytes each image being drawn holds per pixel: its float noise, its pixels and its JPEG.
-constexpr double kBytesPerPixel = 3 * 4 + 3 + 3;
-
-// The images drawn at once, one per thread, must fit in memory.
-absl::Status CheckMemory(const lockstep::dataset::SampleDatasetOptions& options) {
-  const int threads = lockstep::NumThreads();
-  return lockstep::CheckFitsInMemory(
-      kBytesPerPixel * options.height * options.width * threads,
-      absl::StrFormat("--height %d --width %d, drawn on %d thread(s),", options.height,
-                      options.width, threads));
-}
 
 }  // namespace
 
@@ -55,8 +42,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   if (std::optional<int> exit_code = lockstep::ParseOrExitCode(app, argc, argv)) return *exit_code;
 
-  absl::Status status = CheckMemory(options);
-  if (status.ok()) status = lockstep::dataset::WriteSampleDataset(out, options);
+  // Sizes that do not fit in memory are refused there, before anything is made.
+  absl::Status status = lockstep::dataset::WriteSampleDataset(out, options);
   if (!status.ok()) {
     std::cerr << lockstep::LogPrefix() << "error: " << status.message() << std::endl;
     return 1;

@@ -79,9 +79,9 @@ grep -q "^lockstep: nothing left to train: 1 epoch(s) done in $dir/ckpt, --epoch
 # lockstep-make-sample: no folder is made for refused sizes.
 refused "^lockstep: error: --height: '100000' is not an integer in \[1, 65500\]" \
   "$make_sample" "$dir/big" --height 100000
-# 65 GB a thread: only where the host could not hold it (elsewhere it would draw the images).
+# 86 GB to draw one image: only where the host could not hold it (elsewhere it would draw it).
 if (($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) < 60 * 1024 * 1024)); then
-  refused "^lockstep: error: --height 60000 --width 60000, drawn on [0-9]+ thread\(s\), needs [0-9]+ bytes" \
+  refused "^lockstep: error: --height 60000 --width 60000: drawing one image needs [0-9]+ bytes" \
     "$make_sample" "$dir/big" --height 60000 --width 60000
 fi
 refused "^lockstep: error: --quality: '0' is not an integer in \[1, 100\]" "$make_sample" "$dir/big" --quality 0
