@@ -38,7 +38,6 @@ void Use(const absl::StatusOr<CheckpointData>& data, const std::string& path) {
 }  // namespace
 }  // namespace lockstep::ckpt
 
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep::ckpt;
   static const lockstep::fuzz::FuzzDir dir;
