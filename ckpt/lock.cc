@@ -110,7 +110,7 @@ absl::StatusOr<std::shared_ptr<DirectoryLock>> DirectoryLock::TryAcquire(const s
     close(fd);
     return written;
   }
-  std::shared_ptr<DirectoryLock> lock(new DirectoryLock(fd, info.st_dev, info.st_ino, me));
+  std::shared_ptr<DirectoryLock> lock(new DirectoryLock(fd, me));
   held.push_back({static_cast<uint64_t>(info.st_dev), static_cast<uint64_t>(info.st_ino), lock});
   return lock;
 }

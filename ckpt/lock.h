@@ -49,12 +49,9 @@ class DirectoryLock {
   const LockHolder& holder() const { return holder_; }
 
  private:
-  DirectoryLock(int fd, uint64_t device, uint64_t inode, LockHolder holder)
-      : fd_(fd), device_(device), inode_(inode), holder_(std::move(holder)) {}
+  DirectoryLock(int fd, LockHolder holder) : fd_(fd), holder_(std::move(holder)) {}
 
   int fd_;
-  uint64_t device_;  // of the lock file: the key of this process's locks
-  uint64_t inode_;
   LockHolder holder_;
 };
 
