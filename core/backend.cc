@@ -12,10 +12,6 @@ namespace {
 struct BackendTable {
   std::mutex mutex;
   std::map<DeviceType, std::unique_ptr<Backend>> backends;
-  // The host backend FindBackend made for the CPU before a CPU backend registered (a static
-  // initialiser that ran first); kept, since memory it gave out is freed through its successor.
-  std::unique_ptr<Backend> implicit_host;
-  bool host_is_implicit = false;
 };
 
 BackendTable& Table() {
@@ -42,11 +38,6 @@ absl::Status Backend::Reorder(const Tensor& from, Layout from_layout, const Tens
 bool RegisterBackend(DeviceType type, std::unique_ptr<Backend> backend) {
   BackendTable& table = Table();
   std::lock_guard<std::mutex> lock(table.mutex);
-  if (type == DeviceType::kCPU && table.host_is_implicit) {
-    table.implicit_host = std::move(table.backends[type]);
-    table.backends.erase(type);
-    table.host_is_implicit = false;
-  }
   LS_CHECK(!table.backends.contains(type))
       << "a second backend registered for device type " << static_cast<int>(type);
   table.backends[type] = std::move(backend);
@@ -59,8 +50,10 @@ absl::StatusOr<Backend*> FindBackend(DeviceType type) {
   auto it = table.backends.find(type);
   if (it != table.backends.end()) return it->second.get();
   if (type == DeviceType::kCPU) {
-    table.host_is_implicit = true;
-    return (table.backends[type] = std::make_unique<HostBackend>()).get();
+    // Not registered, so a CPU backend may still register (a static initialiser that runs later);
+    // host memory it gave out frees alike through either.
+    static auto* host = new HostBackend();
+    return host;
   }
   return absl::FailedPreconditionError(
       absl::StrCat("this build has no backend for ", UnregisteredName(type),

@@ -46,8 +46,6 @@ class Backend {
   // The stream kernels on device `index` run on (a cudaStream_t on CUDA); nullptr where work runs
   // on the calling thread.
   virtual absl::StatusOr<void*> ComputeStream(int index) = 0;
-  // Blocks until everything queued on the compute stream is done.
-  virtual absl::Status Synchronize(int index) = 0;
   // Copies `bytes` between this backend's memory and host memory, or within this backend's
   // memory; a copy into host memory has finished when it returns. The host backend's copies are
   // host-to-host.
@@ -57,8 +55,6 @@ class Backend {
   virtual absl::Status Zero(void* dst, int index, size_t bytes) = 0;
   virtual std::unique_ptr<DeviceTimer> CreateTimer(int index) = 0;
 
-  // The layouts this backend's kernels may ask for, besides plain.
-  virtual std::vector<Layout> Layouts() const { return {}; }
   // Copies `from` into `to` (same shape and dtype, either device of this backend or the host)
   // from one layout into another. Between equal layouts it is a copy; the default reorders
   // nothing else.
@@ -69,7 +65,8 @@ class Backend {
   virtual std::string reorder_op() const { return ""; }
   // Layouts that values every rank must hold alike (parameters, their gradients and optimizer
   // state) may take, by preference. A job uses those of them every rank offers; with none in
-  // common such values stay plain. See parallel/agree.h, SharedLayouts in graph/kernel.h.
+  // common such values stay plain. See parallel/shared_layouts.h, SharedLayouts in
+  // graph/kernel.h.
   virtual std::vector<Layout> SharedLayoutOffer() const { return {}; }
 };
 

@@ -10,11 +10,6 @@ absl::StatusOr<void*> ComputeStream(Device device) {
   return backend->ComputeStream(device.index);
 }
 
-absl::Status SynchronizeDevice(Device device) {
-  LS_ASSIGN_OR_RETURN(Backend * backend, FindBackend(device.type));
-  return backend->Synchronize(device.index);
-}
-
 absl::Status CopyBytes(void* dst, Device dst_device, const void* src, Device src_device,
                        size_t bytes) {
   // The backend of the device that is not the host moves the bytes.

@@ -16,9 +16,6 @@ namespace lockstep {
 // (a cudaStream_t, created on first use) on CUDA.
 absl::StatusOr<void*> ComputeStream(Device device);
 
-// Blocks until everything queued on `device`'s compute stream is done (nothing on the CPU).
-absl::Status SynchronizeDevice(Device device);
-
 // Copies `bytes` from `src` on `src_device` to `dst` on `dst_device`: host memory and one
 // backend's memory, or within one backend. Returns once a copy into host memory is done.
 absl::Status CopyBytes(void* dst, Device dst_device, const void* src, Device src_device,

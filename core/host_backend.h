@@ -15,7 +15,6 @@ class HostBackend : public Backend {
   absl::StatusOr<void*> Allocate(size_t bytes, int index) override;
   void Free(void* ptr, int index) override;
   absl::StatusOr<void*> ComputeStream(int) override { return nullptr; }
-  absl::Status Synchronize(int) override { return absl::OkStatus(); }
   absl::Status Copy(void* dst, Device dst_device, const void* src, Device src_device,
                     size_t bytes) override;
   absl::Status Zero(void* dst, int index, size_t bytes) override;

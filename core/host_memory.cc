@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <limits>
+#include <string>
 
 namespace lockstep {
 namespace {
@@ -23,6 +26,18 @@ uint64_t HostMemoryLimit() {
                                 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_bytes)
                                 : UINT64_MAX;
   return std::min({physical, SoftLimit(RLIMIT_AS), SoftLimit(RLIMIT_DATA)});
+}
+
+uint64_t HostMemoryAvailable() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (meminfo >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return static_cast<uint64_t>(sysconf(_SC_AVPHYS_PAGES)) *
+         static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 absl::Status CheckHostMemory(uint64_t bytes, absl::string_view what) {

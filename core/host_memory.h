@@ -15,6 +15,11 @@ namespace lockstep {
 // (ulimit -v, ulimit -d) is lower.
 uint64_t HostMemoryLimit();
 
+// The memory the host can give now: MemAvailable of /proc/meminfo (free memory plus caches it
+// can drop), or the free pages where the kernel does not report it. For sizing work, where
+// HostMemoryLimit is for refusing sizes no run could hold.
+uint64_t HostMemoryAvailable();
+
 // ResourceExhausted "<what> needs <bytes> bytes, more than ..." when `bytes` exceeds
 // HostMemoryLimit().
 absl::Status CheckHostMemory(uint64_t bytes, absl::string_view what);

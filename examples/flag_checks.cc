@@ -1,14 +1,12 @@
 #include "examples/flag_checks.h"
 
-#include <unistd.h>
-
 #include <cmath>
-#include <fstream>
 #include <iostream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/host_memory.h"
 #include "core/logging.h"
 
 namespace lockstep {
@@ -32,19 +30,6 @@ CLI::Validator Expecting(std::string expected, std::function<bool(const std::str
 
 std::string Bytes(double bytes) {
   return absl::StrFormat("%.0f bytes (%.1f GiB)", bytes, bytes / (1 << 30));
-}
-
-// MemAvailable, or the free pages where the kernel does not report it.
-double AvailableMemoryBytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  double kib = 0.0;
-  while (meminfo >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024.0;
-    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
-  }
-  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) *
-         static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace
@@ -95,7 +80,7 @@ absl::StatusOr<ParseOutcome> ParseCommandLine(CLI::App& app, int argc, const cha
 }
 
 absl::Status CheckFitsInMemory(double bytes, absl::string_view what) {
-  const double available = AvailableMemoryBytes();
+  const double available = static_cast<double>(HostMemoryAvailable());
   if (bytes <= available) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       what, " needs ", Bytes(bytes), ", but the host has ", Bytes(available), " available"));

@@ -12,11 +12,6 @@ namespace {
 
 class CpuBackend : public HostBackend {
  public:
-  std::vector<Layout> Layouts() const override {
-    return {cpu::BlockedActivations(8), cpu::BlockedActivations(16), cpu::BlockedWeights(8),
-            cpu::BlockedWeights(16)};
-  }
-
   absl::Status Reorder(const Tensor& from, Layout from_layout, const Tensor& to,
                        Layout to_layout) override {
     if (from.shape() != to.shape() || from.dtype() != to.dtype()) {

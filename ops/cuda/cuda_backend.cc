@@ -76,12 +76,6 @@ class CudaBackend : public Backend {
     return stream;
   }
 
-  absl::Status Synchronize(int index) override {
-    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-    return absl::OkStatus();
-  }
-
   absl::Status Copy(void* dst, Device dst_device, const void* src, Device src_device,
                     size_t bytes) override {
     const int index = dst_device.type == DeviceType::kCUDA ? dst_device.index : src_device.index;

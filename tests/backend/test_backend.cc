@@ -53,7 +53,6 @@ class TestBackend : public HostBackend {
     --live;
   }
 
-  std::vector<Layout> Layouts() const override { return {BlockedLayout()}; }
   absl::Status Reorder(const Tensor& from, Layout from_layout, const Tensor& to,
                        Layout to_layout) override {
     return test_backend::Reorder(from, from_layout, to, to_layout);
