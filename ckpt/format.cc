@@ -1,13 +1,13 @@
 #include "ckpt/format.h"
 
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "core/half.h"
 #include "core/logging.h"
 
 namespace lockstep::ckpt {
@@ -25,28 +25,11 @@ double Load(const char* element) {
 
 double LoadBool(const char* element) { return *element != 0 ? 1.0 : 0.0; }
 
-// IEEE binary16: 1 sign, 5 exponent, 10 mantissa bits.
-double LoadFloat16(const char* element) {
-  uint16_t bits;
-  std::memcpy(&bits, element, sizeof(bits));
-  const int exponent = (bits >> 10) & 0x1f;
-  const int mantissa = bits & 0x3ff;
-  double magnitude;
-  if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<double>(mantissa), -24);  // subnormal
-  } else if (exponent == 0x1f) {
-    magnitude = mantissa == 0 ? HUGE_VAL : NAN;
-  } else {
-    magnitude = std::ldexp(static_cast<double>(mantissa | 0x400), exponent - 25);
-  }
-  return (bits & 0x8000) != 0 ? -magnitude : magnitude;
-}
-
-// bfloat16 is the upper half of a float32.
-double LoadBFloat16(const char* element) {
-  uint16_t bits;
-  std::memcpy(&bits, element, sizeof(bits));
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+template <typename Half>
+double LoadHalf(const char* element) {
+  Half value;
+  std::memcpy(&value.bits, element, sizeof(value.bits));
+  return ToFloat(value);
 }
 
 constexpr std::array<TensorTypeInfo, 14> kTypes = {{
@@ -58,11 +41,11 @@ constexpr std::array<TensorTypeInfo, 14> kTypes = {{
     {"UInt32", 4, std::nullopt, Load<uint32_t>},
     {"Int64", 8, DType::kI64, Load<int64_t>},
     {"UInt64", 8, std::nullopt, Load<uint64_t>},
-    {"Float16", 2, DType::kF16, LoadFloat16},
+    {"Float16", 2, DType::kF16, LoadHalf<Float16>},
     {"Float32", 4, DType::kF32, Load<float>},
     {"Float64", 8, DType::kF64, Load<double>},
     {"Bool", 1, DType::kBool, LoadBool},
-    {"BFloat16", 2, DType::kBF16, LoadBFloat16},
+    {"BFloat16", 2, DType::kBF16, LoadHalf<BFloat16>},
     {"str", 1, std::nullopt, nullptr},
 }};
 
