@@ -39,6 +39,7 @@
 #include "bench/bench_util.h"
 #include "core/rng.h"
 #include "examples/env_options.h"
+#include "examples/precision_flags.h"
 #include "ops/cpu/dnnl_util.h"
 #include "parallel/comm_group.h"
 #include "parallel/context.h"
@@ -66,6 +67,7 @@ struct BenchConfig {
   bool data_parallel = false;
   double fusion_threshold_mb = parallel::ParallelOptions().fusion_threshold_mb;
   std::string device = "cpu";
+  PrecisionFlags precision;
 };
 
 Batch RandomBatch(int64_t batch, int64_t size, int64_t classes, uint64_t seed) {
@@ -322,6 +324,7 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
   if (config.data_parallel) options.parallel.mode = parallel::ParallelMode::kDataParallel;
   options.parallel.fusion_threshold_mb = config.fusion_threshold_mb;
   options.parallel.overlap_communication = env.overlap_communication;
+  ApplyPrecisionFlags(config.precision, options);
   Model model(net, SoftmaxCrossEntropy(), Momentum{.lr = 0.01, .momentum = 0.9}, options);
   LS_RETURN_IF_ERROR(model.Compile());
   const Batch batch =
@@ -329,6 +332,8 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
   LS_ASSIGN_OR_RETURN(StepTimes times, TimeSteps(config, model, batch));
   if (context.rank() != 0) return absl::OkStatus();
   const double median = Median(times.seconds);
+  std::cout << "# " << name << " " << PrecisionLine(options) << ", activations "
+            << model.train_executor()->graph().plan().arena / 1e6 << " MB\n";
   if (config.data_parallel) {
     const double exposed = times.exposed_wait / config.steps;
     std::cout << absl::StrFormat(
@@ -383,6 +388,7 @@ int main(int argc, char** argv) {
                  "bucket size of the fused gradient AllReduce")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  lockstep::AddPrecisionFlags(app, config.precision);
   CLI11_PARSE(app, argc, argv);
   for (const std::string& model : config.models) {
     for (int64_t size : config.sizes) {

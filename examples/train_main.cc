@@ -38,6 +38,7 @@
 #include "dataset/image_folder.h"
 #include "examples/env_options.h"
 #include "examples/flag_checks.h"
+#include "examples/precision_flags.h"
 #include "graph/passes/passes.h"
 #include "parallel/agree.h"
 #include "parallel/context.h"
@@ -83,6 +84,7 @@ struct Flags {
   double fusion_mb = 25.0;
   std::string device = "auto";
   std::string summary_dir;
+  PrecisionFlags precision;
 };
 
 constexpr int64_t kMaxEpochs = 1'000'000;
@@ -251,6 +253,7 @@ void AddFlags(CLI::App& app, Flags& f) {
   AddDataFlags(app, f);
   AddScheduleFlags(app, f);
   AddLossScaleFlags(app, f);
+  AddPrecisionFlags(app, f.precision);
   AddOutputFlags(app, f);
 }
 
@@ -362,6 +365,9 @@ std::vector<parallel::Setting> SettingsThatMustMatch(const Flags& f, const EnvOp
           {"--loss-scale-window", absl::StrCat(f.dynamic_scale.window)},
           {"--sync-bn", f.sync_bn ? "yes" : "no"},
           {"--fusion-mb", Shortest(f.fusion_mb)},
+          {"--amp-level", f.precision.amp_level},
+          {"--amp-dtype", f.precision.amp_dtype},
+          {"--allreduce-dtype", f.precision.allreduce_dtype},
           {"--device", f.device},
           {"--ckpt-dir given", given(f.ckpt_dir)},
           {"--save-steps", absl::StrCat(f.save_steps)},
@@ -502,6 +508,7 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
                         .sync_batch_norm = f.sync_bn,
                         .overlap_communication = env.overlap_communication};
   }
+  ApplyPrecisionFlags(f.precision, options);
   return options;
 }
 
@@ -623,12 +630,12 @@ void PrintStartLine(const Flags& f, const parallel::Context& ctx, const Job& job
   std::cout << LogPrefix()
             << absl::StrFormat(
                    "%s, %d parameters, %d classes, %dx%d images (%s), %d rank(s) x %d images "
-                   "on %s, %d thread(s) each, %d steps per epoch\n",
+                   "on %s, %d thread(s) each, %d steps per epoch; %s\n",
                    f.model, CountParameters(model.parameters()), job.data.classes, f.image_size,
                    f.image_size, job.model_image_size ? "the model's size" : "--image-size",
                    ctx.size(), job.options.batch_size,
                    job.options.device.type == DeviceType::kCPU ? "cpu" : "cuda", f.threads,
-                   steps_per_epoch)
+                   steps_per_epoch, PrecisionLine(job.options))
             << ValidationLine(f) << std::flush;
 }
 

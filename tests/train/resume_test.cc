@@ -10,6 +10,8 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_join.h"
+#include "ckpt/inspect.h"
 #include "ckpt/manifest.h"
 #include "ckpt/reader.h"
 #include "graph/serialize.h"
@@ -41,6 +43,7 @@ struct Interruption {
   int64_t resumed_epochs_done;
   int64_t accumulation_steps = 1;
   std::optional<DynamicLossScale> dynamic_loss_scale;
+  AmpLevel amp_level = AmpLevel::kO0;
 };
 
 // Trains uninterrupted, then stopped and resumed from a fresh model of another seed; compares.
@@ -48,9 +51,11 @@ void ExpectResumeIsExact(const MakeData& make_data, const Interruption& run) {
   SCOPED_TRACE(absl::StrCat("stopped after step ", run.stop_step));
   const int64_t accumulation = run.accumulation_steps;
   auto options = [&](uint64_t seed) {
-    return ModelOptions{.seed = seed,
-                        .accumulation_steps = accumulation,
-                        .dynamic_loss_scale = run.dynamic_loss_scale};
+    ModelOptions options{.seed = seed,
+                         .accumulation_steps = accumulation,
+                         .dynamic_loss_scale = run.dynamic_loss_scale};
+    options.amp_level = run.amp_level;
+    return options;
   };
   Model reference = TinyModel(options(1));
   ASSERT_TRUE(reference.Train(kEpochs, *make_data()).ok());
@@ -111,6 +116,55 @@ TEST(ResumeTest, ShuffledInMemoryDataResumesBitForBit) {
                                   .resumed_epochs_done = 0,
                                   .dynamic_loss_scale = DynamicLossScale{.initial = 1024.0,
                                                                          .window = 4}});
+  // Mixed precision: the checkpoint holds the float32 master weights, from which the resumed
+  // run makes the same bf16 copies.
+  ExpectResumeIsExact(make_data, {.stop_step = 7,
+                                  .config = kEveryThreeSteps,
+                                  .resumed_step = 6,
+                                  .resumed_epochs_done = 0,
+                                  .amp_level = AmpLevel::kO2});
+}
+
+// A float32 run's checkpoint resumes at O2 (the variables are float32 at every level), and the
+// O2 run's checkpoints resume in float32: each resumed run starts from the variables saved.
+TEST(ResumeTest, ResumesAtAnotherAmpLevelAndBack) {
+  testing::ShapeImages shapes = testing::MakeShapeImages(40, 3, 16, 4);
+  auto make_data = [&] {
+    auto source = InMemoryDataSource::Create(shapes.images, shapes.labels,
+                                             {.batch_size = 4, .drop_remainder = true});
+    EXPECT_TRUE(source.ok());
+    return std::move(*source);
+  };
+  TempDir dir;
+  const ckpt::CheckpointConfig config = {
+      .save_checkpoint_steps = 5, .keep_checkpoint_max = 0, .directory = dir.path()};
+  std::map<std::string, std::string> saved;
+  for (const AmpLevel level : {AmpLevel::kO0, AmpLevel::kO2, AmpLevel::kO0}) {
+    SCOPED_TRACE(AmpLevelName(level));
+    ModelOptions options{.seed = 1};
+    options.amp_level = level;
+    Model model = TinyModel(options);
+    absl::StatusOr<bool> found = ResumeFromCheckpoint(model, dir.path(), kPrefix);
+    ASSERT_TRUE(found.ok()) << found.status();
+    ASSERT_EQ(*found, !saved.empty());
+    if (*found) EXPECT_TRUE(VariableBytes(model) == saved);
+    const int64_t stop = model.global_step() + 5;
+    absl::Status status = model.Train(kEpochs, *make_data(),
+                                      {std::make_shared<ModelCheckpoint>(config, kPrefix),
+                                       std::make_shared<StopAfter>(stop)});
+    ASSERT_TRUE(absl::IsCancelled(status)) << status;
+    ASSERT_EQ(model.global_step(), stop);
+    saved = VariableBytes(model);
+  }
+  // The amp level is a choice of each run, like the layouts: every step saved at any level
+  // still verifies against the graph file the last run left.
+  absl::StatusOr<std::vector<ckpt::proto::Manifest>> steps = ckpt::ListManifests(dir.path(), kPrefix);
+  ASSERT_TRUE(steps.ok()) << steps.status();
+  ASSERT_EQ(steps->size(), 3u);
+  for (const ckpt::proto::Manifest& step : *steps) {
+    const ckpt::VerifyReport report = ckpt::VerifyStep(dir.path(), step);
+    EXPECT_TRUE(report.problems.empty()) << absl::StrJoin(report.problems, "; ");
+  }
 }
 
 TEST(ResumeTest, JpegPipelineWithRandomTransformsResumesBitForBit) {
