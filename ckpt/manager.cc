@@ -24,7 +24,22 @@ bool CheckpointManager::ShouldSave(int64_t global_step, int64_t epoch, bool epoc
 absl::Status CheckpointManager::SaveGraphMeta(const lockstep::proto::GraphDef& graph) const {
   if (!SavesOnThisRank()) return absl::OkStatus();
   LS_RETURN_IF_ERROR(MakeDirectories(config_.directory));
-  return WriteGraphMeta(JoinPath(config_.directory, GraphMetaFileName(prefix_, rank_)), graph);
+  const std::string path = JoinPath(config_.directory, GraphMetaFileName(prefix_, rank_));
+  // The steps saved before with another graph keep theirs, under its fingerprint.
+  if (std::filesystem::exists(path)) {
+    absl::StatusOr<lockstep::proto::GraphDef> earlier = ReadGraphMeta(path);
+    if (earlier.ok() && earlier->fingerprint() != graph.fingerprint()) {
+      const std::string kept = JoinPath(
+          config_.directory, SupersededGraphMetaFileName(prefix_, rank_, earlier->fingerprint()));
+      std::error_code error;
+      std::filesystem::rename(path, kept, error);
+      if (error) {
+        return absl::InternalError(
+            absl::StrCat("cannot move ", path, " to ", kept, ": ", error.message()));
+      }
+    }
+  }
+  return WriteGraphMeta(path, graph);
 }
 
 absl::StatusOr<WrittenFile> CheckpointManager::Save(const RankState& state) const {

@@ -38,6 +38,11 @@ std::string GraphMetaFileName(absl::string_view prefix, int rank) {
   return absl::StrCat(prefix, "_", rank, "-graph.meta");
 }
 
+std::string SupersededGraphMetaFileName(absl::string_view prefix, int rank,
+                                        absl::string_view fingerprint) {
+  return absl::StrCat(prefix, "_", rank, "-graph.", fingerprint, ".meta");
+}
+
 std::string ManifestFileName(absl::string_view prefix, int64_t epoch, int64_t step_in_epoch) {
   return absl::StrCat(prefix, "-", epoch, "_", step_in_epoch, kManifestSuffix);
 }

@@ -16,6 +16,10 @@ std::string CheckpointFileName(absl::string_view prefix, int rank, int64_t epoch
                                int64_t step_in_epoch);
 // "{prefix}_{rank}-graph.meta"
 std::string GraphMetaFileName(absl::string_view prefix, int rank);
+// "{prefix}_{rank}-graph.{fingerprint}.meta": the graph of earlier steps in the directory, kept
+// when a resumed run compiled another graph (another amp level, say).
+std::string SupersededGraphMetaFileName(absl::string_view prefix, int rank,
+                                        absl::string_view fingerprint);
 // "{prefix}-{epoch}_{step}.manifest"
 std::string ManifestFileName(absl::string_view prefix, int64_t epoch, int64_t step_in_epoch);
 

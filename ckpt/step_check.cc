@@ -75,7 +75,11 @@ void CheckManifest(const proto::Manifest& manifest, std::vector<std::string>* pr
 void CheckMeta(const std::vector<std::string>& dirs, const proto::Manifest& manifest, int rank,
                std::vector<std::string>* problems) {
   if (manifest.graph_fingerprint().empty()) return;
-  const std::string name = GraphMetaFileName(manifest.prefix(), rank);
+  // A step saved before a resumed run compiled another graph has its graph kept aside.
+  const std::string kept =
+      SupersededGraphMetaFileName(manifest.prefix(), rank, manifest.graph_fingerprint());
+  const std::string name =
+      Locate(dirs, kept).has_value() ? kept : GraphMetaFileName(manifest.prefix(), rank);
   const std::optional<std::string> found = Locate(dirs, name);
   if (!found.has_value() && dirs.size() != 1) {
     problems->push_back(Missing(dirs, rank, name));
