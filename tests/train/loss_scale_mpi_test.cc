@@ -2,7 +2,8 @@
 // batch of one step makes that rank's gradients non-finite. After the AllReduce every rank sees
 // it, skips the same update and halves the scale, and training goes on to the parameters and
 // moments of a run that never took that step, bit for bit: the scale is a power of two, which
-// the update divides out exactly.
+// the update divides out exactly. At O2 in fp16 a pixel of 1e6, finite in float32, overflows
+// fp16's range (65504) in the network's first cast and does the same.
 
 #include <gtest/gtest.h>
 
@@ -18,18 +19,29 @@ namespace {
 
 constexpr int64_t kSteps = 8;
 constexpr int64_t kBadStep = 3;  // 1-based
-constexpr double kInitialScale = 65536.0;
+
+// How a run computes and the pixel that overflows it on one rank.
+struct Precision {
+  AmpLevel amp_level = AmpLevel::kO0;
+  DType amp_dtype = DType::kBF16;
+  double initial_scale = 65536.0;
+  float bad_pixel = std::numeric_limits<float>::infinity();
+};
 
 // Without batch norm, whose running statistics an Inf batch would spoil on its rank alone.
-Model DataParallelModel() {
+Model DataParallelModel(const Precision& precision) {
+  ModelOptions options{
+      .batch_size = 4,
+      .image_shape = {3, 16, 16},
+      .seed = 3,
+      .parallel = {.mode = parallel::ParallelMode::kDataParallel},
+      .dynamic_loss_scale = DynamicLossScale{.initial = precision.initial_scale, .window = 100},
+      .context = TestContext()};
+  options.amp_level = precision.amp_level;
+  options.amp_dtype = precision.amp_dtype;
   return Model(testing::TinyNet(testing::kShapeClasses, /*batch_norm=*/false),
                SoftmaxCrossEntropy(), Momentum{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4},
-               {.batch_size = 4,
-                .image_shape = {3, 16, 16},
-                .seed = 3,
-                .parallel = {.mode = parallel::ParallelMode::kDataParallel},
-                .dynamic_loss_scale = DynamicLossScale{.initial = kInitialScale, .window = 100},
-                .context = TestContext()});
+               std::move(options));
 }
 
 // This rank's kSteps batches of 4, in order.
@@ -48,25 +60,26 @@ std::map<std::string, std::string> TrainedBytes(const Model& model) {
   return bytes;
 }
 
-TEST(LossScaleMpiTest, OverflowOnOneRankSkipsTheSameStepOnEvery) {
+void ExpectOverflowOnOneRankSkipsTheSameStepOnEvery(const Precision& precision) {
   const parallel::Context& ctx = TestContext();
   const bool faulty_rank = ctx.rank() == ctx.size() - 1;
-  Model faulty = DataParallelModel();
+  const double scale = precision.initial_scale;
+  Model faulty = DataParallelModel(precision);
   std::unique_ptr<DataSource> data = RankData(ctx.rank());
   Batch batch;
   for (int64_t step = 1; step <= kSteps; ++step) {
     ASSERT_TRUE(*data->Next(&batch));
     if (step == kBadStep && faulty_rank) {
-      batch.images.data<float>()[123] = std::numeric_limits<float>::infinity();
+      batch.images.data<float>()[123] = precision.bad_pixel;
     }
     ASSERT_TRUE(faulty.TrainStep(batch).ok());
     EXPECT_EQ(faulty.last_update_skipped(), step == kBadStep)
         << "rank " << ctx.rank() << " step " << step;
-    EXPECT_EQ(*faulty.LossScale(), step < kBadStep ? kInitialScale : kInitialScale / 2)
+    EXPECT_EQ(*faulty.LossScale(), step < kBadStep ? scale : scale / 2)
         << "rank " << ctx.rank() << " step " << step;
   }
 
-  Model reference = DataParallelModel();
+  Model reference = DataParallelModel(precision);
   data = RankData(ctx.rank());
   for (int64_t step = 1; step <= kSteps; ++step) {
     ASSERT_TRUE(*data->Next(&batch));
@@ -80,6 +93,17 @@ TEST(LossScaleMpiTest, OverflowOnOneRankSkipsTheSameStepOnEvery) {
   for (const auto& [name, bytes] : expected) {
     EXPECT_TRUE(actual.at(name) == bytes) << name << " on rank " << ctx.rank();
   }
+}
+
+TEST(LossScaleMpiTest, OverflowOnOneRankSkipsTheSameStepOnEvery) {
+  ExpectOverflowOnOneRankSkipsTheSameStepOnEvery({});
+}
+
+TEST(LossScaleMpiTest, Fp16OverflowOnOneRankSkipsTheSameStepOnEvery) {
+  ExpectOverflowOnOneRankSkipsTheSameStepOnEvery({.amp_level = AmpLevel::kO2,
+                                                  .amp_dtype = DType::kF16,
+                                                  .initial_scale = 1024.0,
+                                                  .bad_pixel = 1e6f});
 }
 
 }  // namespace
