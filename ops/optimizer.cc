@@ -32,8 +32,8 @@ absl::StatusOr<std::vector<TensorType>> InferMomentum(const InferContext& ctx) {
   const char* scalars[] = {"lr", "loss_scale", "finite"};
   for (size_t i = 3; i < ctx.inputs.size(); ++i) {
     if (ctx.inputs[i] != kF32Scalar) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(scalars[i - 3], " must be f32[], got ", TypeToString(ctx.inputs[i])));
+      return absl::InvalidArgumentError(absl::StrCat(scalars[i - 3], " must be f32[], got ",
+                                                     TypeToString(ctx.inputs[i])));
     }
   }
   if (ctx.attrs.GetFloat("loss_scale") <= 0.0) {
@@ -102,9 +102,9 @@ absl::StatusOr<std::vector<TensorType>> InferUpdateLossScale(const InferContext&
                      absl::StrJoin(got, ", "), ")"));
   }
   if (ctx.attrs.GetFloat("factor") <= 1.0 || ctx.attrs.GetInt("window") < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("factor must exceed 1 and window be at least 1, got ",
-                     ctx.attrs.GetFloat("factor"), " and ", ctx.attrs.GetInt("window")));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "factor must exceed 1 and window be at least 1, got ", ctx.attrs.GetFloat("factor"),
+        " and ", ctx.attrs.GetInt("window")));
   }
   return std::vector<TensorType>{ctx.inputs[0], ctx.inputs[1]};
 }
