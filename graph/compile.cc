@@ -1,5 +1,6 @@
 #include "graph/compile.h"
 
+#include "graph/amp.h"
 #include "graph/passes/passes.h"
 
 namespace lockstep {
@@ -12,6 +13,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Compile(std::unique_ptr<Graph> graph,
   ctx.config = options.config;
   ctx.dump_dir = options.dump_dir;
   PassManager passes;
+  const AmpOptions* amp = options.config.Get<AmpOptions>();
+  if (amp != nullptr && amp->level != AmpLevel::kO0) passes.Add(CreateAutoMixedPrecisionPass());
   if (options.autodiff) {
     ctx.autodiff = *options.autodiff;
     passes.Add(CreateAutodiffPass());

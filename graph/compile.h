@@ -26,15 +26,17 @@ struct CompileOptions {
   // graph beside its training graph); see Executor::Create.
   const Executor* share_buffers_with = nullptr;
   // What the passes and kernels read (PassContext::config, KernelContext::config): the
-  // optimizer's and the data-parallel options, the communication groups of the collectives.
+  // optimizer's and the data-parallel options, the communication groups of the collectives,
+  // the mixed-precision level (AmpOptions, graph/amp.h: above O0 AutoMixedPrecision runs first).
   PassConfig config;
   // Set: the graph as text before and after every pass, there (the binaries take it from
   // $LOCKSTEP_DUMP_GRAPH).
   std::string dump_dir;
 };
 
-// Runs the standard pipeline (Autodiff, the after_autodiff passes, FuseKernels, DeadCodeElim,
-// AssignLayouts, MemoryPlan, LowerKernels) and returns an executor for the result.
+// Runs the standard pipeline ([AutoMixedPrecision], Autodiff, the after_autodiff passes,
+// FuseKernels, DeadCodeElim, AssignLayouts, MemoryPlan, LowerKernels) and returns an executor for
+// the result.
 absl::StatusOr<std::unique_ptr<Executor>> Compile(std::unique_ptr<Graph> graph,
                                                   const CompileOptions& options);
 

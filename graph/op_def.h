@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "core/tensor.h"
+#include "graph/amp.h"
 #include "graph/attr.h"
 
 namespace lockstep {
@@ -57,6 +58,27 @@ struct InferenceForm {
   std::vector<std::string> training_only_attrs;
 };
 
+// How the AutoMixedPrecision pass treats an op (graph/amp.h, MindSpore's amp levels). An op
+// that declares nothing runs in float32 at every level: its floating inputs are cast to float32.
+struct PrecisionPolicy {
+  // An input kept in float32 at levels below `until` (unset: at every level) while the op
+  // computes in the low dtype.
+  struct Float32Input {
+    int input = 0;
+    std::optional<AmpLevel> until;
+  };
+  // The first level at which the op computes in the low dtype; unset: never.
+  std::optional<AmpLevel> low_from;
+  std::vector<Float32Input> float32_inputs;
+  // The op has no dtype of its own (reshapes, copies, Cast): it runs in its input's dtype and
+  // the pass puts no Cast before it.
+  bool follows_input = false;
+
+  bool LowAt(AmpLevel level) const;
+  // Whether input `input` of an op computing in the low dtype stays float32 at `level`.
+  bool KeepsFloat32(int input, AmpLevel level) const;
+};
+
 struct AttrSpec {
   std::string name;
   bool required = true;
@@ -98,6 +120,21 @@ class OpDef {
   // Autodiff sums the gradients that several readers give one value with this op (one op does).
   OpDef& SumsGradients() { return Set(sums_gradients_, true); }
 
+  // Mixed precision (PrecisionPolicy): the op computes in the low dtype from amp level `level`
+  // on, e.g. LowPrecisionFrom(AmpLevel::kO1) for convolutions.
+  OpDef& LowPrecisionFrom(AmpLevel level) {
+    return Set(precision_.low_from, std::optional<AmpLevel>(level));
+  }
+  // ... but these inputs stay float32 at levels below `until` (unset: at every level), e.g. a
+  // batch norm's scale and bias below O3 and its running statistics always.
+  OpDef& Float32Inputs(const std::vector<int>& inputs,
+                       std::optional<AmpLevel> until = std::nullopt) {
+    for (int input : inputs) precision_.float32_inputs.push_back({input, until});
+    return *this;
+  }
+  // The op runs in its input's dtype, whatever the level.
+  OpDef& FollowsInputPrecision() { return Set(precision_.follows_input, true); }
+
   const std::string& name() const { return name_; }
   int num_inputs() const { return num_inputs_; }
   int num_outputs() const { return num_outputs_; }
@@ -107,6 +144,7 @@ class OpDef {
   bool differentiable() const { return static_cast<bool>(grad_); }
   const std::optional<InferenceForm>& inference_form() const { return inference_; }
   bool sums_gradients() const { return sums_gradients_; }
+  const PrecisionPolicy& precision() const { return precision_; }
   // The input an output is written into, or -1.
   int InPlaceInput(int output) const;
 
@@ -134,6 +172,7 @@ class OpDef {
   bool in_place_each_ = false;
   std::optional<InferenceForm> inference_;
   bool sums_gradients_ = false;
+  PrecisionPolicy precision_;
 };
 
 }  // namespace lockstep

@@ -14,6 +14,17 @@ Value* GradContext::input(int i) const { return node.inputs[i]; }
 Value* GradContext::output(int i) const { return node.outputs[i].get(); }
 const Attrs& GradContext::attrs() const { return node.attrs; }
 
+bool PrecisionPolicy::LowAt(AmpLevel level) const {
+  return low_from.has_value() && level >= *low_from;
+}
+
+bool PrecisionPolicy::KeepsFloat32(int input, AmpLevel level) const {
+  for (const Float32Input& kept : float32_inputs) {
+    if (kept.input == input && (!kept.until.has_value() || level < *kept.until)) return true;
+  }
+  return false;
+}
+
 int OpDef::InPlaceInput(int output) const {
   if (in_place_each_) return output;
   for (auto [out, in] : in_place_) {

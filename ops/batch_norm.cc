@@ -22,7 +22,8 @@ absl::Status CheckActivation(const TensorType& x) {
   return absl::OkStatus();
 }
 
-// Inputs 1, 2, ... (named in `names`) must be (C) vectors matching x's dtype.
+// Inputs 1, 2, ... (named in `names`) must be (C) vectors of x's dtype or, under mixed
+// precision, float32 (scale and bias below O3, the statistics always).
 absl::Status CheckChannelVectors(const InferContext& ctx,
                                  std::initializer_list<const char*> names) {
   const TensorType& x = ctx.inputs[0];
@@ -30,10 +31,10 @@ absl::Status CheckChannelVectors(const InferContext& ctx,
   size_t i = 1;
   for (const char* name : names) {
     const TensorType& input = ctx.inputs[i++];
-    if (input == expected) continue;
+    if (input == expected || input == TensorType{expected.shape, DType::kF32}) continue;
     return absl::InvalidArgumentError(absl::StrCat(name, " must be ", TypeToString(expected),
-                                                   " to match x ", TypeToString(x), ", got ",
-                                                   TypeToString(input)));
+                                                   " (or f32) to match x ", TypeToString(x),
+                                                   ", got ", TypeToString(input)));
   }
   return absl::OkStatus();
 }
@@ -51,8 +52,10 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) 
     return absl::InvalidArgumentError(
         absl::StrCat("training needs more than one value per channel, x is ", TypeToString(x)));
   }
-  const TensorType vector = ctx.inputs[1];
-  return std::vector<TensorType>{x, vector, vector, vector, vector};
+  // The batch and running statistics are of the running statistics' dtype (float32 under mixed
+  // precision, whatever x and gamma are).
+  const TensorType statistics = ctx.inputs[3];
+  return std::vector<TensorType>{x, statistics, statistics, statistics, statistics};
 }
 
 // (x, gamma, saved_mean, saved_var, dy) -> (dx, dgamma, dbeta).
@@ -113,9 +116,14 @@ std::vector<Value*> SyncBatchNormBackward(GradContext& g) {
   return NormBackward(g, "SyncBatchNormGrad");
 }
 
+// Mixed precision: the data in the low dtype from O2, the scale and bias (inputs 1, 2) float32
+// below O3, the running statistics (3, 4) float32 at every level, as MindSpore keeps them.
 REGISTER_OP("BatchNorm")
     .Inputs(5)
     .Outputs(5)
+    .LowPrecisionFrom(AmpLevel::kO2)
+    .Float32Inputs({1, 2}, /*until=*/AmpLevel::kO3)
+    .Float32Inputs({3, 4})
     .Attr("epsilon", 1e-5)
     // running = momentum * running + (1 - momentum) * batch, as MindSpore.
     .Attr("momentum", 0.9)
@@ -132,6 +140,9 @@ REGISTER_OP("BatchNormGrad").Inputs(5).Outputs(3).Attr("epsilon", 1e-5).Infer(In
 REGISTER_OP("BatchNormRelu")
     .Inputs(5)
     .Outputs(6)
+    .LowPrecisionFrom(AmpLevel::kO2)
+    .Float32Inputs({1, 2}, /*until=*/AmpLevel::kO3)
+    .Float32Inputs({3, 4})
     .Attr("epsilon", 1e-5)
     .Attr("momentum", 0.9)
     .Infer(InferBatchNormRelu)
@@ -146,6 +157,7 @@ REGISTER_OP("BatchNormReluGrad")
     .Attr("epsilon", 1e-5)
     .Infer(InferBatchNormReluGrad);
 
+// Float32 at every amp level: its statistics AllReduce over the group is float32.
 REGISTER_OP("SyncBatchNorm")
     .Inputs(5)
     .Outputs(5)
@@ -165,9 +177,13 @@ REGISTER_OP("SyncBatchNormGrad")
     .Attr("group", std::string("world"))
     .Infer(InferBatchNormGrad);
 
+// Mixed precision as BatchNorm, whose running statistics it reads.
 REGISTER_OP("BatchNormInference")
     .Inputs(5)
     .Outputs(1)
+    .LowPrecisionFrom(AmpLevel::kO2)
+    .Float32Inputs({1, 2}, /*until=*/AmpLevel::kO3)
+    .Float32Inputs({3, 4})
     .Attr("epsilon", 1e-5)
     .Infer(InferBatchNormInference)
     .InferenceAsItself();

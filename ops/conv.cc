@@ -139,6 +139,7 @@ std::vector<Value*> Conv2DGrad(GradContext& g) {
 }
 
 REGISTER_OP("Conv2D")
+    .LowPrecisionFrom(AmpLevel::kO1)
     .Inputs(2)
     .Attr("stride", std::vector<int64_t>{1, 1})
     .Attr("padding", std::vector<int64_t>{0, 0})

@@ -61,6 +61,7 @@ absl::StatusOr<std::vector<TensorType>> InferBiasAddGrad(const InferContext& ctx
 
 REGISTER_OP("Add")
     .Inputs(2)
+    .LowPrecisionFrom(AmpLevel::kO2)
     .Infer(InferSameShapes)
     .Grad([](GradContext& g) {
       return std::vector<Value*>{g.dy(), g.dy()};
@@ -70,6 +71,7 @@ REGISTER_OP("Add")
 
 REGISTER_OP("Relu")
     .Inputs(1)
+    .LowPrecisionFrom(AmpLevel::kO2)
     .Infer(SameAsInput)
     .Grad([](GradContext& g) {
       return std::vector<Value*>{g.builder.Op1("ReluGrad", {g.input(0), g.dy()})};
@@ -80,16 +82,27 @@ REGISTER_OP("ReluGrad").Inputs(2).Infer(InferSameShapes);
 
 // relu(a + b), a residual connection's sum and ReLU in one pass. Made after autodiff by the
 // FuseKernels pass (the backward's ReluGrad then reads this output: it is > 0 where a + b is).
-REGISTER_OP("AddRelu").Inputs(2).Infer(InferSameShapes).InferenceAs({"Add", "Relu"});
+REGISTER_OP("AddRelu")
+    .Inputs(2)
+    .Infer(InferSameShapes)
+    .InferenceAs({"Add", "Relu"})
+    .LowPrecisionFrom(AmpLevel::kO2);
 
 // (x, dy1, dy2) -> dy1 + dy2 where x > 0: a ReLU's gradient when two gradients meet at its
 // output (a residual block's input), made by the FuseKernels pass.
 REGISTER_OP("AddReluGrad").Inputs(3).Infer(InferSameShapes);
 
-REGISTER_OP("Scale").Inputs(1).Attr("scale").Infer(SameAsInput).Grad([](GradContext& g) {
-  return std::vector<Value*>{g.builder.Op1("Scale", {g.dy()}, {{"scale", g.attrs().Get("scale")}})};
-});
+REGISTER_OP("Scale")
+    .Inputs(1)
+    .Attr("scale")
+    .Infer(SameAsInput)
+    .Grad([](GradContext& g) {
+      return std::vector<Value*>{
+          g.builder.Op1("Scale", {g.dy()}, {{"scale", g.attrs().Get("scale")}})};
+    })
+    .LowPrecisionFrom(AmpLevel::kO2);
 
+// No inputs: its dtype is its attribute at every amp level.
 REGISTER_OP("Fill")
     .Inputs(0)
     .Attr("shape")
@@ -97,13 +110,19 @@ REGISTER_OP("Fill")
     .Attr("dtype", std::string("f32"))
     .Infer(InferFill);
 
-REGISTER_OP("Cast").Inputs(1).Attr("dtype").Infer(InferCast).Grad([](GradContext& g) {
-  std::string back(DTypeName(g.input(0)->dtype()));
-  return std::vector<Value*>{g.builder.Op1("Cast", {g.dy()}, {{"dtype", back}})};
-});
+REGISTER_OP("Cast")
+    .Inputs(1)
+    .Attr("dtype")
+    .Infer(InferCast)
+    .Grad([](GradContext& g) {
+      std::string back(DTypeName(g.input(0)->dtype()));
+      return std::vector<Value*>{g.builder.Op1("Cast", {g.dy()}, {{"dtype", back}})};
+    })
+    .FollowsInputPrecision();
 
 REGISTER_OP("BiasAdd")
     .Inputs(2)
+    .LowPrecisionFrom(AmpLevel::kO2)
     .Infer(InferBiasAdd)
     .Grad([](GradContext& g) {
       return std::vector<Value*>{g.dy(), g.builder.Op1("BiasAddGrad", {g.dy()})};

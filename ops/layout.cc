@@ -22,7 +22,12 @@ absl::StatusOr<std::vector<TensorType>> InferReorder(const InferContext& ctx) {
   return std::vector<TensorType>{ctx.inputs[0]};
 }
 
-REGISTER_OP("Reorder").Inputs(1).Attr("layout").Infer(InferReorder).InferencePassesInput();
+REGISTER_OP("Reorder")
+    .Inputs(1)
+    .Attr("layout")
+    .Infer(InferReorder)
+    .InferencePassesInput()
+    .FollowsInputPrecision();
 
 }  // namespace
 

@@ -60,6 +60,8 @@ std::vector<Value*> SoftmaxCrossEntropyBackward(GradContext& g) {
   return {g.builder.Op1("SoftmaxCrossEntropyGrad", {g.output(1), g.input(1), g.dy(0)}), nullptr};
 }
 
+// The loss, its softmax and the metrics declare no low precision: float32 at every amp level, as
+// MindSpore casts the network's output to float32 before the loss.
 REGISTER_OP("SoftmaxCrossEntropy")
     .Inputs(2)
     .Outputs(2)

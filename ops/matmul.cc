@@ -47,6 +47,7 @@ std::vector<Value*> MatMulBackward(GradContext& g) {
 }
 
 REGISTER_OP("MatMul")
+    .LowPrecisionFrom(AmpLevel::kO1)
     .Inputs(2)
     .Attr("transpose_a", false)
     .Attr("transpose_b", false)

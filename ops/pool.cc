@@ -139,6 +139,7 @@ Attrs WithInputShape(Attrs attrs, const Value* x) {
 
 REGISTER_OP("MaxPool")
     .Inputs(1)
+    .LowPrecisionFrom(AmpLevel::kO2)
     .Attr("kernel")
     .Attr("stride", std::vector<int64_t>{1, 1})
     .Attr("padding", std::vector<int64_t>{0, 0})
@@ -159,6 +160,7 @@ REGISTER_OP("MaxPoolGrad")
 // Made after autodiff from a MaxPool and its MaxPoolGrad, so neither has a gradient rule.
 REGISTER_OP("MaxPoolWithArgmax")
     .Inputs(1)
+    .LowPrecisionFrom(AmpLevel::kO2)
     .Outputs(2)
     .Attr("kernel")
     .Attr("stride", std::vector<int64_t>{1, 1})
@@ -176,6 +178,7 @@ REGISTER_OP("MaxPoolGradWithArgmax")
 
 REGISTER_OP("AvgPool")
     .Inputs(1)
+    .LowPrecisionFrom(AmpLevel::kO2)
     .Attr("kernel")
     .Attr("stride", std::vector<int64_t>{1, 1})
     .Attr("padding", std::vector<int64_t>{0, 0})
@@ -198,6 +201,7 @@ REGISTER_OP("AvgPoolGrad")
 
 REGISTER_OP("GlobalAvgPool")
     .Inputs(1)
+    .LowPrecisionFrom(AmpLevel::kO2)
     .Infer(InferGlobalAvgPool)
     .Grad([](GradContext& g) {
       return std::vector<Value*>{

@@ -47,10 +47,21 @@ REGISTER_OP("Identity")
       return absl::StatusOr<std::vector<TensorType>>(std::vector<TensorType>{ctx.inputs[0]});
     })
     .Grad([](GradContext& g) { return std::vector<Value*>{g.dy()}; })
-    .InferencePassesInput();
-REGISTER_OP("Reshape").Inputs(1).Attr("shape").Infer(InferReshape).Grad(ReshapeBack);
+    .InferencePassesInput()
+    .FollowsInputPrecision();
+REGISTER_OP("Reshape")
+    .Inputs(1)
+    .Attr("shape")
+    .Infer(InferReshape)
+    .Grad(ReshapeBack)
+    .FollowsInputPrecision();
 // (N, ...) -> (N, product of the rest).
-REGISTER_OP("Flatten").Inputs(1).Infer(InferFlatten).Grad(ReshapeBack).InferenceAsItself();
+REGISTER_OP("Flatten")
+    .Inputs(1)
+    .Infer(InferFlatten)
+    .Grad(ReshapeBack)
+    .InferenceAsItself()
+    .FollowsInputPrecision();
 
 }  // namespace
 }  // namespace lockstep

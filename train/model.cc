@@ -111,6 +111,7 @@ CompileOptions Model::BaseCompileOptions(const Executor* share_with) const {
                          .config = options_.config,
                          .dump_dir = options_.dump_dir};
   if (groups_ != nullptr) compile.config.Set(groups_);
+  compile.config.Set(AmpOptions{.level = options_.amp_level, .dtype = options_.amp_dtype});
   return compile;
 }
 
@@ -121,6 +122,7 @@ absl::Status Model::Compile() {
     return absl::InvalidArgumentError(
         absl::StrCat("accumulation_steps must be at least 1, got ", options_.accumulation_steps));
   }
+  LS_RETURN_IF_ERROR(CheckAmpOptions({.level = options_.amp_level, .dtype = options_.amp_dtype}));
   if (data_parallel()) {
     LS_ASSIGN_OR_RETURN(parallel::CommGroup * group, HostGroup());
     LS_ASSIGN_OR_RETURN(shared_layouts_,

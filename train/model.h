@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "graph/amp.h"
 #include "graph/compile.h"
 #include "graph/executor.h"
 #include "parallel/comm_group.h"
@@ -43,6 +44,11 @@ struct ModelOptions {
   int64_t accumulation_steps = 1;
   // Fused kernels where the device has them (CompileOptions::fuse_kernels).
   bool fuse_kernels = true;
+  // Mixed precision in every graph the model compiles (graph/amp.h, MindSpore's amp_level):
+  // O0 float32; above it the AutoMixedPrecision pass runs ops in amp_dtype (bf16 or f16), while
+  // parameters, their gradients, optimizer state and checkpoints stay float32.
+  AmpLevel amp_level = AmpLevel::kO0;
+  DType amp_dtype = DType::kBF16;
   // Where the graphs run: memory, kernels and the gradient AllReduce (NCCL on CUDA). Batches,
   // the loss and the variables cross to and from the host.
   Device device = Device::CPU();

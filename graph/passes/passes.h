@@ -6,6 +6,9 @@
 
 namespace lockstep {
 
+// Mixed precision (graph/amp.h): before Autodiff, runs each op in the dtype its precision policy
+// gives it at AmpOptions::level, with Cast nodes where values change dtype; results keep theirs.
+std::unique_ptr<Pass> CreateAutoMixedPrecisionPass();
 // Emits gradient nodes from each op's registered rule, reverse topologically.
 std::unique_ptr<Pass> CreateAutodiffPass();
 // Merges nodes that one kernel of the device computes in a single pass, by the fusion patterns
