@@ -105,6 +105,36 @@ TEST(DataParallelTest, SplitIndicesChooseTheBuckets) {
       << status;
 }
 
+// ParallelOptions::allreduce_dtype: the same buckets cross the wire in bf16 or f16, half the
+// bytes of float32, and no other dtype is accepted.
+TEST(DataParallelTest, AllReduceDTypeHalvesTheWireBytes) {
+  std::vector<std::vector<int64_t>> bytes;
+  for (DType wire : {DType::kF32, DType::kBF16, DType::kF16}) {
+    train::Model model =
+        MakeLeNet(DataParallel({.fusion_threshold_mb = 0.05, .allreduce_dtype = wire}));
+    ASSERT_TRUE(model.Compile().ok()) << DTypeName(wire);
+    bytes.emplace_back();
+    for (const Node* node : AllReduceNodes(model)) {
+      EXPECT_EQ(node->attrs.GetString("wire_dtype"), DTypeName(wire)) << node->Describe();
+      EXPECT_EQ(node->inputs[0]->dtype(), DType::kF32) << node->Describe();
+      bytes.back().push_back(node->attrs.GetInt("bytes"));
+    }
+  }
+  ASSERT_GT(bytes[0].size(), 1u);
+  for (size_t b = 0; b < bytes[0].size(); ++b) {
+    EXPECT_EQ(bytes[1][b] * 2, bytes[0][b]) << "bucket " << b + 1;
+    EXPECT_EQ(bytes[2][b] * 2, bytes[0][b]) << "bucket " << b + 1;
+  }
+
+  train::Model bad = MakeLeNet(DataParallel({.allreduce_dtype = DType::kI32}));
+  absl::Status status = bad.Compile();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("ParallelOptions::allreduce_dtype: f32 tensors are reduced in "
+                                  "f32, bf16 or f16, not in i32"),
+            std::string::npos)
+      << status;
+}
+
 TEST(DataParallelTest, WorldOfOneTrainsExactlyAsStandAlone) {
   const std::vector<train::Batch> batches = GlobalBatches(4, 8);
   train::Model parallel = MakeLeNet(DataParallel());
