@@ -51,6 +51,12 @@ absl::Status WireBucket::FromWire(ConvertFn convert, void* stream) const {
   return absl::OkStatus();
 }
 
+absl::Status WireBucket::AllReduceOnHost(Communicator& communicator, ReduceOp op) const {
+  LS_RETURN_IF_ERROR(ToWire(ConvertOnHost, nullptr));
+  LS_RETURN_IF_ERROR(communicator.AllReduce(wire_, op));
+  return FromWire(ConvertOnHost, nullptr);
+}
+
 absl::Status ConvertOnHost(const Tensor& from, const Tensor& to, void* /*stream*/) {
   LS_CHECK(from.numel() == to.numel()) << from.numel() << " elements into " << to.numel();
   const DType in = from.dtype(), out = to.dtype();

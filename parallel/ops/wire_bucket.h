@@ -11,6 +11,7 @@
 
 #include "core/tensor.h"
 #include "graph/graph.h"
+#include "parallel/communicator.h"
 #include "parallel/ops/bucket_span.h"
 
 namespace lockstep::parallel {
@@ -32,6 +33,8 @@ class WireBucket {
   const Tensor& wire() const { return wire_; }
   absl::Status ToWire(ConvertFn convert, void* stream) const;
   absl::Status FromWire(ConvertFn convert, void* stream) const;
+  // On a host communicator, whose AllReduce returns when done: ToWire, the reduction, FromWire.
+  absl::Status AllReduceOnHost(Communicator& communicator, ReduceOp op) const;
 
  private:
   explicit WireBucket(Tensor wire) : wire_(std::move(wire)) {}

@@ -32,11 +32,7 @@ class AllReduceKernel : public Kernel {
   absl::Status Run(const KernelIO& io) override {
     BindTensors(io);
     auto reduce = [this] {
-      if (wire_ != nullptr) {
-        LS_RETURN_IF_ERROR(wire_->ToWire(ConvertOnHost, nullptr));
-        LS_RETURN_IF_ERROR(group_->communicator->AllReduce(wire_->wire(), op_));
-        return wire_->FromWire(ConvertOnHost, nullptr);
-      }
+      if (wire_ != nullptr) return wire_->AllReduceOnHost(*group_->communicator, op_);
       for (const Tensor& tensor : tensors_)
         LS_RETURN_IF_ERROR(group_->communicator->AllReduce(tensor, op_));
       return absl::OkStatus();
