@@ -8,7 +8,10 @@
 #include <string>
 
 #include "core/allocator.h"
+#include "core/half.h"
+#include "graph/builder.h"
 #include "graph/pass.h"
+#include "parallel/ops/wire_bucket.h"
 #include "tests/parallel/replica_training.h"
 
 namespace lockstep::testing {
@@ -133,6 +136,53 @@ TEST(DataParallelTest, AllReduceDTypeHalvesTheWireBytes) {
                                   "f32, bf16 or f16, not in i32"),
             std::string::npos)
       << status;
+}
+
+// A bucket whose gradients are not back to back crosses as one wire buffer all the same: each
+// gradient is rounded to the wire dtype once (a world of one reduces nothing) and converted back.
+TEST(DataParallelTest, WireBucketOfScatteredTensorsRoundsEachElementOnce) {
+  Graph graph;
+  Builder builder(&graph);
+  Value* a = builder.Input("a", {3});
+  Value* b = builder.Input("b", {5});
+  const Node* bf16 =
+      builder.Op1("AllReduce", {a, b}, {{"wire_dtype", std::string("bf16")}})->producer;
+  const Node* f32 = builder.Op1("AllReduce", {a}, {{"wire_dtype", std::string("f32")}})->producer;
+  ASSERT_TRUE(builder.status().ok()) << builder.status();
+
+  absl::StatusOr<std::unique_ptr<parallel::WireBucket>> none =
+      parallel::WireBucket::For(*f32, parallel::Span{}, Device::CPU());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, nullptr);
+  absl::StatusOr<std::unique_ptr<parallel::WireBucket>> wire =
+      parallel::WireBucket::For(*bf16, parallel::Span{}, Device::CPU());
+  ASSERT_TRUE(wire.ok()) << wire.status();
+  ASSERT_NE(*wire, nullptr);
+  EXPECT_EQ((*wire)->wire().dtype(), DType::kBF16);
+  EXPECT_EQ((*wire)->wire().numel(), 8);
+
+  // 1 + k/1024: bf16 keeps 7 fraction bits, so most of them round.
+  const std::vector<Tensor> tensors = {Tensor::Empty({3}, DType::kF32),
+                                       Tensor::Empty({5}, DType::kF32)};
+  std::vector<float> original;
+  for (const Tensor& tensor : tensors) {
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+      original.push_back(1.0f + static_cast<float>(original.size()) * 0x1p-10f);
+      tensor.data<float>()[i] = original.back();
+    }
+  }
+  (*wire)->Bind(tensors);
+  ASSERT_TRUE((*wire)->AllReduceOnHost(*WorldOfOne().HostWorld(), parallel::ReduceOp::kSum).ok());
+  size_t k = 0;
+  int rounded = 0;
+  for (const Tensor& tensor : tensors) {
+    for (int64_t i = 0; i < tensor.numel(); ++i, ++k) {
+      const float expected = ToFloat(FloatTo<BFloat16>(original[k]));
+      EXPECT_EQ(tensor.data<float>()[i], expected) << "element " << k;
+      rounded += expected != original[k] ? 1 : 0;
+    }
+  }
+  EXPECT_GT(rounded, 0);
 }
 
 TEST(DataParallelTest, WorldOfOneTrainsExactlyAsStandAlone) {
