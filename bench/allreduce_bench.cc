@@ -3,7 +3,7 @@
 // sweep of fusion thresholds. Run it under mpirun:
 //
 //   mpirun -n 2 lockstep-bench-allreduce [--thresholds 1,4,16,25,64] [--segments 0,1,2,4,8]
-//                                        [--reps 10] [--warmup 2]
+//                                        [--reps 10] [--warmup 2] [--dtype f32|bf16|fp16]
 //
 // For every threshold it compiles ResNet-50's data-parallel training graph (batch 2, 32x32: the
 // gradient sizes do not depend on them) and takes the buckets from its AllReduce nodes: byte
@@ -12,7 +12,9 @@
 //               the reference, and so the one place outside parallel/ that calls MPI;
 //   fused:      the buckets as the executor runs them: in order through the group's
 //               CollectiveQueue, each one Communicator::AllReduce with the graph's op, then a
-//               wait for all;
+//               wait for all; with --dtype bf16 or fp16 (ParallelOptions::allreduce_dtype) each
+//               bucket converted into that dtype, reduced and converted back, as the kernel does
+//               (wire_bytes: what crosses the wire);
 //   per-tensor: one AllReduce per gradient tensor through the same queue.
 // fused and per-tensor are timed once per AllReduce segment size (MpiCommunicator's
 // segment_bytes, 0: one call per AllReduce). Every rep runs them all, each after a barrier,
@@ -28,6 +30,9 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <map>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -37,6 +42,7 @@
 #include "parallel/comm_group.h"
 #include "parallel/context.h"
 #include "parallel/mpi_communicator.h"
+#include "parallel/ops/wire_bucket.h"
 #include "train/model.h"
 #include "train/models.h"
 
@@ -52,6 +58,7 @@ struct Config {
   std::vector<double> segments_mb = {0, 1, 2, 4, 8};
   int reps = 10;
   int warmup = 2;
+  DType dtype = DType::kF32;  // of the fused buckets on the wire
 };
 
 // Bytes [offset, offset + bytes) of the flat gradient buffer.
@@ -60,15 +67,23 @@ struct ByteRange {
   size_t bytes = 0;
 };
 
+Tensor FloatView(const Tensor& gradients, const ByteRange& range) {
+  return gradients.View(range.offset, {static_cast<int64_t>(range.bytes / sizeof(float))},
+                        DType::kF32);
+}
+
 // What the compiled graph reduces: one range per AllReduce node (a bucket, its inputs back to
-// back up to alignment, as FuseAllReduce lays them out) and one per gradient tensor.
+// back up to alignment, as FuseAllReduce lays them out), with its wire buffer when it crosses
+// in a narrower dtype, and one range per gradient tensor.
 struct Reduction {
   std::vector<ByteRange> buckets;
+  std::vector<std::shared_ptr<parallel::WireBucket>> wires;  // null: in float32
   std::vector<ByteRange> tensors;
   ReduceOp op = ReduceOp::kSum;
+  int64_t wire_bytes = 0;  // the sum of the nodes' "bytes"
 };
 
-absl::StatusOr<Reduction> ReductionOf(const Graph& graph) {
+absl::StatusOr<Reduction> ReductionOf(const Graph& graph, const Tensor& gradients) {
   Reduction reduction;
   for (const auto& node : graph.nodes()) {
     if (node->op->name() != "AllReduce") continue;
@@ -85,6 +100,13 @@ absl::StatusOr<Reduction> ReductionOf(const Graph& graph) {
       end = std::max(end, input->alloc.offset + input->bytes());
     }
     reduction.buckets.push_back({begin, end - begin});
+    const parallel::Span span =
+        parallel::ContiguousSpan(*node, BackendOf(Device::CPU()).alignment());
+    LS_ASSIGN_OR_RETURN(std::shared_ptr<parallel::WireBucket> wire,
+                        parallel::WireBucket::For(*node, span, Device::CPU()));
+    if (wire != nullptr) wire->Bind({FloatView(gradients, reduction.buckets.back())});
+    reduction.wires.push_back(std::move(wire));
+    reduction.wire_bytes += node->attrs.GetInt("bytes");
   }
   if (reduction.buckets.empty()) {
     return absl::FailedPreconditionError("the data-parallel training graph has no AllReduce node");
@@ -99,16 +121,20 @@ absl::Status RawAllReduce(const Tensor& gradients) {
   return absl::OkStatus();
 }
 
-// One AllReduce per range, queued in order as the AllReduce kernel queues its bucket, then a
-// wait for all of them, as the executor waits before the optimizer.
+// One AllReduce per range (through its wire buffer where `wires` has one), queued in order as
+// the AllReduce kernel queues its bucket, then a wait for all of them, as the executor waits
+// before the optimizer.
 absl::Status QueuedAllReduce(CommGroup& group, const Tensor& gradients,
-                             const std::vector<ByteRange>& ranges, ReduceOp op) {
+                             const std::vector<ByteRange>& ranges,
+                             const std::vector<std::shared_ptr<parallel::WireBucket>>& wires,
+                             ReduceOp op) {
   std::vector<parallel::CollectiveHandle> handles;
   handles.reserve(ranges.size());
-  for (const ByteRange& range : ranges) {
-    const Tensor view = gradients.View(
-        range.offset, {static_cast<int64_t>(range.bytes / sizeof(float))}, DType::kF32);
-    handles.push_back(group.queue->Submit("benchmark AllReduce", [&group, view, op] {
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const Tensor view = FloatView(gradients, ranges[i]);
+    std::shared_ptr<parallel::WireBucket> wire = i < wires.size() ? wires[i] : nullptr;
+    handles.push_back(group.queue->Submit("benchmark AllReduce", [&group, view, wire, op] {
+      if (wire != nullptr) return wire->AllReduceOnHost(*group.communicator, op);
       return group.communicator->AllReduce(view, op);
     }));
   }
@@ -135,13 +161,14 @@ absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& 
                       .image_shape = {3, 32, 32},
                       .num_threads = 1,
                       .parallel = {.mode = parallel::ParallelMode::kDataParallel,
-                                   .fusion_threshold_mb = threshold_mb},
+                                   .fusion_threshold_mb = threshold_mb,
+                                   .allreduce_dtype = config.dtype},
                       .context = context});
   LS_RETURN_IF_ERROR(
       Annotate(model.Compile(), absl::StrCat("fusion threshold ", threshold_mb, " MB")));
-  LS_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(model.train_executor()->graph()));
   const Tensor& gradients = model.train_executor()->gradients();
   std::memset(gradients.raw_data(), 0, gradients.nbytes());
+  LS_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(model.train_executor()->graph(), gradients));
   auto* mpi = dynamic_cast<parallel::MpiCommunicator*>(group.communicator.get());
   if (mpi == nullptr) return absl::FailedPreconditionError("the world communicator is not MPI's");
   const size_t segment_before = mpi->segment_bytes();
@@ -150,12 +177,14 @@ absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& 
       [&] { return RawAllReduce(gradients); }};
   for (double segment_mb : config.segments_mb) {
     const auto bytes = static_cast<size_t>(segment_mb * (1 << 20));
-    for (const std::vector<ByteRange>* ranges : {&reduction.buckets, &reduction.tensors}) {
-      collectives.push_back([&, bytes, ranges] {
-        mpi->set_segment_bytes(bytes);
-        return QueuedAllReduce(group, gradients, *ranges, reduction.op);
-      });
-    }
+    collectives.push_back([&, bytes] {
+      mpi->set_segment_bytes(bytes);
+      return QueuedAllReduce(group, gradients, reduction.buckets, reduction.wires, reduction.op);
+    });
+    collectives.push_back([&, bytes] {
+      mpi->set_segment_bytes(bytes);
+      return QueuedAllReduce(group, gradients, reduction.tensors, {}, reduction.op);
+    });
   }
   std::vector<std::vector<double>> times(collectives.size());
   for (int rep = 0; rep < config.warmup + config.reps; ++rep) {
@@ -176,12 +205,12 @@ absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& 
     const double per_tensor = Median(times[2 + 2 * s]);
     best_per_tensor = std::min(best_per_tensor, per_tensor);
     std::cout << absl::StrFormat(
-                     "threshold_mb=%-4g segment_mb=%-4g buckets=%-3d tensors=%d bytes=%d op=%s "
-                     "raw_ms=%.2f raw_GB/s=%.2f fused_ms=%.2f per_tensor_ms=%.2f fused/raw=%.3f "
-                     "per_tensor/fused=%.2f\n",
+                     "threshold_mb=%-4g segment_mb=%-4g buckets=%-3d tensors=%d bytes=%d "
+                     "dtype=%s wire_bytes=%d op=%s raw_ms=%.2f raw_GB/s=%.2f fused_ms=%.2f "
+                     "per_tensor_ms=%.2f fused/raw=%.3f per_tensor/fused=%.2f\n",
                      threshold_mb, config.segments_mb[s], reduction.buckets.size(),
-                     reduction.tensors.size(), gradients.nbytes(),
-                     parallel::ReduceOpName(reduction.op), raw * 1e3,
+                     reduction.tensors.size(), gradients.nbytes(), DTypeName(config.dtype),
+                     reduction.wire_bytes, parallel::ReduceOpName(reduction.op), raw * 1e3,
                      gradients.nbytes() / raw * 1e-9, fused[s] * 1e3, per_tensor * 1e3,
                      fused[s] / raw, per_tensor / fused[s])
               << std::flush;
@@ -245,6 +274,13 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", config.warmup, "untimed repetitions first")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
+  const std::map<std::string, lockstep::DType> dtypes = {{"f32", lockstep::DType::kF32},
+                                                         {"bf16", lockstep::DType::kBF16},
+                                                         {"fp16", lockstep::DType::kF16}};
+  app.add_option("--dtype", config.dtype,
+                 "the dtype the fused buckets cross the wire in (ParallelOptions::allreduce_dtype)")
+      ->transform(CLI::CheckedTransformer(dtypes))
+      ->default_str("f32");
   CLI11_PARSE(app, argc, argv);
   absl::Status status = lockstep::bench::Run(config, *context);
   if (!status.ok()) return lockstep::parallel::ReportFatal(status);

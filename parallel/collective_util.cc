@@ -9,10 +9,9 @@
 namespace lockstep::parallel {
 namespace {
 
-bool IsHalf(DType dtype) { return dtype == DType::kF16 || dtype == DType::kBF16; }
-
 bool IsFloating(DType dtype) {
-  return IsHalf(dtype) || dtype == DType::kF32 || dtype == DType::kF64;
+  return dtype == DType::kF16 || dtype == DType::kBF16 || dtype == DType::kF32 ||
+         dtype == DType::kF64;
 }
 
 absl::Status CheckTensor(const Communicator& comm, absl::string_view collective,
@@ -28,16 +27,10 @@ absl::Status CheckTensor(const Communicator& comm, absl::string_view collective,
   return absl::OkStatus();
 }
 
-absl::Status CheckReducible(absl::string_view collective, DType dtype, ReduceOp op,
-                            bool reduces_half) {
+absl::Status CheckReducible(absl::string_view collective, DType dtype, ReduceOp op) {
   std::string what = absl::StrCat(collective, " ", ReduceOpName(op));
   if (dtype == DType::kBool) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": bool tensors cannot be reduced"));
-  }
-  if (IsHalf(dtype) && !reduces_half) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": this backend cannot reduce ", DTypeName(dtype),
-                     " tensors (MPI has no 16-bit float arithmetic); reduce in f32 or use nccl"));
   }
   if (op == ReduceOp::kAvg && !IsFloating(dtype)) {
     return absl::InvalidArgumentError(
@@ -69,10 +62,9 @@ absl::Status CheckBlocks(const Communicator& comm, absl::string_view collective,
 
 }  // namespace
 
-absl::Status CheckAllReduce(const Communicator& comm, const Tensor& inout, ReduceOp op,
-                            bool reduces_half) {
+absl::Status CheckAllReduce(const Communicator& comm, const Tensor& inout, ReduceOp op) {
   LS_RETURN_IF_ERROR(CheckTensor(comm, "AllReduce", "tensor", inout));
-  return CheckReducible("AllReduce", inout.dtype(), op, reduces_half);
+  return CheckReducible("AllReduce", inout.dtype(), op);
 }
 
 absl::Status CheckAllGather(const Communicator& comm, const Tensor& input, const Tensor& output) {
@@ -89,9 +81,9 @@ absl::Status CheckBroadcast(const Communicator& comm, const Tensor& inout, int r
 }
 
 absl::Status CheckReduceScatter(const Communicator& comm, const Tensor& input, const Tensor& output,
-                                ReduceOp op, bool reduces_half) {
+                                ReduceOp op) {
   LS_RETURN_IF_ERROR(CheckBlocks(comm, "ReduceScatter", "input", input, "output", output));
-  return CheckReducible("ReduceScatter", input.dtype(), op, reduces_half);
+  return CheckReducible("ReduceScatter", input.dtype(), op);
 }
 
 std::string DescribeCollective(const Communicator& comm, absl::string_view collective,

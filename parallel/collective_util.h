@@ -16,13 +16,11 @@
 
 namespace lockstep::parallel {
 
-// `reduces_half`: the backend has f16/bf16 arithmetic (NCCL does, MPI does not).
-absl::Status CheckAllReduce(const Communicator& comm, const Tensor& inout, ReduceOp op,
-                            bool reduces_half);
+absl::Status CheckAllReduce(const Communicator& comm, const Tensor& inout, ReduceOp op);
 absl::Status CheckAllGather(const Communicator& comm, const Tensor& input, const Tensor& output);
 absl::Status CheckBroadcast(const Communicator& comm, const Tensor& inout, int root);
 absl::Status CheckReduceScatter(const Communicator& comm, const Tensor& input, const Tensor& output,
-                                ReduceOp op, bool reduces_half);
+                                ReduceOp op);
 
 // "AllReduce of 4096 bytes on rank 1 of 4 (mpi)": the context put in front of a failed call.
 std::string DescribeCollective(const Communicator& comm, absl::string_view collective,

@@ -30,7 +30,7 @@ class SelfCommunicator : public Communicator {
   const char* backend() const override { return "self"; }
 
   absl::Status AllReduce(const Tensor& inout, ReduceOp op) override {
-    return CheckAllReduce(*this, inout, op, /*reduces_half=*/true);
+    return CheckAllReduce(*this, inout, op);
   }
   absl::Status AllGather(const Tensor& input, const Tensor& output) override {
     LS_RETURN_IF_ERROR(CheckAllGather(*this, input, output));
@@ -40,7 +40,7 @@ class SelfCommunicator : public Communicator {
     return CheckBroadcast(*this, inout, root);
   }
   absl::Status ReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override {
-    LS_RETURN_IF_ERROR(CheckReduceScatter(*this, input, output, op, /*reduces_half=*/true));
+    LS_RETURN_IF_ERROR(CheckReduceScatter(*this, input, output, op));
     return CopyTensorBytes(output, input);
   }
   absl::Status Barrier() override { return absl::OkStatus(); }

@@ -1,7 +1,9 @@
 #include "parallel/mpi_communicator.h"
 
 #include <algorithm>
+#include <iterator>
 
+#include "core/half.h"
 #include "parallel/collective_util.h"
 
 namespace lockstep::parallel {
@@ -15,8 +17,8 @@ MPI_Datatype MpiType(DType dtype) {
       return MPI_DOUBLE;
     case DType::kF16:
     case DType::kBF16:
-      // Moved as 16-bit words: MPI has no arithmetic for them, and the checks keep them out of
-      // reductions.
+      // Moved as 16-bit words: MPI has no arithmetic for them, so they are reduced with the
+      // communicator's own operations (HalfOps).
       return MPI_UINT16_T;
     case DType::kI32:
       return MPI_INT32_T;
@@ -31,7 +33,7 @@ MPI_Datatype MpiType(DType dtype) {
 }
 
 // kAvg is a sum followed by a division on every rank.
-MPI_Op MpiOp(ReduceOp op) {
+MPI_Op BuiltinOp(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
@@ -64,13 +66,67 @@ void DivideElements(const Tensor& tensor, int divisor) {
   for (int64_t i = 0, n = tensor.numel(); i < n; ++i) data[i] /= static_cast<T>(divisor);
 }
 
-// The second half of kAvg; the checks allow it on f32 and f64 only.
-void DivideBySize(const Tensor& tensor, int size) {
-  if (tensor.dtype() == DType::kF64) {
-    DivideElements<double>(tensor, size);
-  } else {
-    DivideElements<float>(tensor, size);
+// In float32, rounded once.
+template <typename Half>
+void DivideHalves(const Tensor& tensor, int divisor) {
+  Half* data = tensor.data<Half>();
+  for (int64_t i = 0, n = tensor.numel(); i < n; ++i) {
+    data[i] = FloatTo<Half>(ToFloat(data[i]) / static_cast<float>(divisor));
   }
+}
+
+// The second half of kAvg; the checks allow it on floating-point dtypes only.
+void DivideBySize(const Tensor& tensor, int size) {
+  switch (tensor.dtype()) {
+    case DType::kF64:
+      return DivideElements<double>(tensor, size);
+    case DType::kBF16:
+      return DivideHalves<BFloat16>(tensor, size);
+    case DType::kF16:
+      return DivideHalves<Float16>(tensor, size);
+    default:
+      return DivideElements<float>(tensor, size);
+  }
+}
+
+struct Sum {
+  float operator()(float a, float b) const { return a + b; }
+};
+struct Max {
+  float operator()(float a, float b) const { return std::max(a, b); }
+};
+struct Min {
+  float operator()(float a, float b) const { return std::min(a, b); }
+};
+
+// An MPI_User_function over 16-bit floats: each pair is combined in float32 and rounded to
+// nearest even, as NCCL reduces them, so a result is off by at most one rounding per hop.
+template <typename Half, typename Combine>
+void CombineHalves(void* in, void* inout, int* count, MPI_Datatype* /*type*/) {
+  const Half* a = static_cast<const Half*>(in);
+  Half* b = static_cast<Half*>(inout);
+  for (int i = 0; i < *count; ++i) b[i] = FloatTo<Half>(Combine()(ToFloat(a[i]), ToFloat(b[i])));
+}
+
+// HalfOps' order: bf16 then f16, each sum (and avg), max, min.
+constexpr MPI_User_function* kHalfFunctions[] = {
+    CombineHalves<BFloat16, Sum>, CombineHalves<BFloat16, Max>, CombineHalves<BFloat16, Min>,
+    CombineHalves<Float16, Sum>,  CombineHalves<Float16, Max>,  CombineHalves<Float16, Min>};
+static_assert(std::size(kHalfFunctions) == std::tuple_size_v<MpiCommunicator::HalfOps>);
+
+size_t HalfOpIndex(ReduceOp op, DType dtype) {
+  const size_t first = dtype == DType::kBF16 ? 0 : 3;
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      return first;
+    case ReduceOp::kMax:
+      return first + 1;
+    case ReduceOp::kMin:
+      return first + 2;
+  }
+  LS_CHECK(false) << "unhandled reduce op " << static_cast<int>(op);
+  return first;
 }
 
 }  // namespace
@@ -85,18 +141,19 @@ absl::Status MpiErrorStatus(int error, const char* call, const char* file, int l
       absl::StrCat("MPI call ", call, " failed at ", file, ":", line, ": ", message));
 }
 
-namespace {
-
 // The delete function of an attribute on MPI_COMM_SELF, which MPI_Finalize frees first: a
 // communicator still alive then (a comm group's or a test's, held past the Context's end) frees
-// its duplicate there, which Open MPI would otherwise leak (LeakSanitizer). The key goes with it
-// (MPI releases it once the attribute is gone).
-int FreeDuplicate(MPI_Comm /*self*/, int keyval, void* duplicate, void* /*extra*/) {
+// its duplicate and operations there, which Open MPI would otherwise leak (LeakSanitizer). The
+// key goes with it (MPI releases it once the attribute is gone).
+int MpiCommunicator::FreeHandles(MPI_Comm /*self*/, int keyval, void* communicator,
+                                 void* /*extra*/) {
   MPI_Comm_free_keyval(&keyval);
-  return MPI_Comm_free(static_cast<MPI_Comm*>(duplicate));
+  auto* self = static_cast<MpiCommunicator*>(communicator);
+  for (MPI_Op& op : self->half_ops_) {
+    if (op != MPI_OP_NULL) MPI_Op_free(&op);
+  }
+  return MPI_Comm_free(&self->comm_);
 }
-
-}  // namespace
 
 absl::StatusOr<std::shared_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Comm comm,
                                                                          int64_t max_count,
@@ -113,24 +170,32 @@ absl::StatusOr<std::shared_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Com
   unsigned long long rank0_segment_bytes = segment_bytes;
   MPI_RETURN_IF_ERROR(MPI_Bcast(&rank0_segment_bytes, 1, MPI_UNSIGNED_LONG_LONG, 0, dup));
   result->segment_bytes_ = static_cast<size_t>(rank0_segment_bytes);
-  MPI_RETURN_IF_ERROR(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, FreeDuplicate,
+  MPI_RETURN_IF_ERROR(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, FreeHandles,
                                              &result->finalize_keyval_, nullptr));
-  MPI_RETURN_IF_ERROR(MPI_Comm_set_attr(MPI_COMM_SELF, result->finalize_keyval_, &result->comm_));
+  MPI_RETURN_IF_ERROR(MPI_Comm_set_attr(MPI_COMM_SELF, result->finalize_keyval_, result.get()));
+  for (size_t i = 0; i < result->half_ops_.size(); ++i) {
+    MPI_RETURN_IF_ERROR(MPI_Op_create(kHalfFunctions[i], /*commute=*/1, &result->half_ops_[i]));
+  }
   return result;
+}
+
+MPI_Op MpiCommunicator::OpFor(ReduceOp op, DType dtype) const {
+  if (dtype == DType::kBF16 || dtype == DType::kF16) return half_ops_[HalfOpIndex(op, dtype)];
+  return BuiltinOp(op);
 }
 
 MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized) return;  // MPI_Finalize ran FreeDuplicate
+  if (finalized) return;  // MPI_Finalize ran FreeHandles
   if (finalize_keyval_ != MPI_KEYVAL_INVALID) {
-    MPI_Comm_delete_attr(MPI_COMM_SELF, finalize_keyval_);  // runs FreeDuplicate now
+    MPI_Comm_delete_attr(MPI_COMM_SELF, finalize_keyval_);  // runs FreeHandles now
   }
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);  // Create failed before the attribute
 }
 
 absl::Status MpiCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {
-  LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op, /*reduces_half=*/false));
+  LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op));
   const int64_t segment =
       segment_bytes_ == 0
           ? max_count_
@@ -138,7 +203,7 @@ absl::Status MpiCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {
   absl::Status status =
       ForEachChunk(inout.numel(), segment, [&](int64_t offset, int count) -> absl::Status {
         MPI_RETURN_IF_ERROR(MPI_Allreduce(MPI_IN_PLACE, ElementAt(inout, offset), count,
-                                          MpiType(inout.dtype()), MpiOp(op), comm_));
+                                          MpiType(inout.dtype()), OpFor(op, inout.dtype()), comm_));
         return absl::OkStatus();
       });
   LS_RETURN_IF_ERROR(Annotate(status, DescribeCollective(*this, "AllReduce", inout.nbytes())));
@@ -191,7 +256,7 @@ absl::Status MpiCommunicator::BroadcastChunks(char* data, int64_t count, DType d
 
 absl::Status MpiCommunicator::ReduceScatter(const Tensor& input, const Tensor& output,
                                             ReduceOp op) {
-  LS_RETURN_IF_ERROR(CheckReduceScatter(*this, input, output, op, /*reduces_half=*/false));
+  LS_RETURN_IF_ERROR(CheckReduceScatter(*this, input, output, op));
   LS_RETURN_IF_ERROR(Annotate(output.numel() > max_count_ ? ReduceScatterByReduce(input, output, op)
                                                           : ReduceScatterOnce(input, output, op),
                               DescribeCollective(*this, "ReduceScatter", input.nbytes())));
@@ -201,9 +266,9 @@ absl::Status MpiCommunicator::ReduceScatter(const Tensor& input, const Tensor& o
 
 absl::Status MpiCommunicator::ReduceScatterOnce(const Tensor& input, const Tensor& output,
                                                 ReduceOp op) {
-  MPI_RETURN_IF_ERROR(MPI_Reduce_scatter_block(input.raw_data(), output.raw_data(),
-                                               static_cast<int>(output.numel()),
-                                               MpiType(input.dtype()), MpiOp(op), comm_));
+  MPI_RETURN_IF_ERROR(MPI_Reduce_scatter_block(
+      input.raw_data(), output.raw_data(), static_cast<int>(output.numel()), MpiType(input.dtype()),
+      OpFor(op, input.dtype()), comm_));
   return absl::OkStatus();
 }
 
@@ -216,7 +281,8 @@ absl::Status MpiCommunicator::ReduceScatterByReduce(const Tensor& input, const T
           // Only the root's receive buffer is significant.
           void* receive = root == rank_ ? ElementAt(output, offset) : nullptr;
           MPI_RETURN_IF_ERROR(MPI_Reduce(ElementAt(input, root * count + offset), receive, chunk,
-                                         MpiType(input.dtype()), MpiOp(op), root, comm_));
+                                         MpiType(input.dtype()), OpFor(op, input.dtype()), root,
+                                         comm_));
           return absl::OkStatus();
         }));
   }

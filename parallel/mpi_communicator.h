@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -18,6 +19,9 @@ class MpiCommunicator : public Communicator {
  public:
   // Elements one MPI call carries at most: MPI counts are int. Larger tensors go in chunks.
   static constexpr int64_t kMaxCount = std::numeric_limits<int>::max();
+  // The reductions of bf16 and f16 (sum, max, min each), which MPI has none of: user-defined
+  // operations that combine in float32, made with the communicator.
+  using HalfOps = std::array<MPI_Op, 6>;
 
   // Works on a duplicate of `comm`, so that its messages never match the caller's, with
   // MPI_ERRORS_RETURN so that MPI errors come back as Status instead of ending the process.
@@ -54,12 +58,17 @@ class MpiCommunicator : public Communicator {
   // Blocks of at most max_count_ elements: one MPI call.
   absl::Status AllGatherOnce(const Tensor& input, const Tensor& output);
   absl::Status ReduceScatterOnce(const Tensor& input, const Tensor& output, ReduceOp op);
+  MPI_Op OpFor(ReduceOp op, DType dtype) const;
   // Larger blocks: one chunked collective per rank's block.
   absl::Status AllGatherByBroadcast(const Tensor& input, const Tensor& output);
   absl::Status ReduceScatterByReduce(const Tensor& input, const Tensor& output, ReduceOp op);
+  // The delete function of the MPI_COMM_SELF attribute: frees comm_ and half_ops_.
+  static int FreeHandles(MPI_Comm self, int keyval, void* communicator, void* extra);
 
   MPI_Comm comm_;
-  int finalize_keyval_ = MPI_KEYVAL_INVALID;  // of the MPI_COMM_SELF attribute freeing comm_
+  int finalize_keyval_ = MPI_KEYVAL_INVALID;  // of the MPI_COMM_SELF attribute: FreeHandles
+  HalfOps half_ops_ = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL,
+                       MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
   int rank_;
   int size_;
   int64_t max_count_;

@@ -84,21 +84,25 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 absl::Status NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op,
-                                                cudaStream_t after, cudaEvent_t done) {
+                                                cudaStream_t after, cudaEvent_t done,
+                                                const StreamWork& before,
+                                                const StreamWork& after_reduce) {
   size_t bytes = 0;
   for (const Tensor& inout : inouts) {
-    LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op, /*reduces_half=*/true));
+    LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op));
     bytes += inout.nbytes();
   }
   auto enqueue = [&]() -> absl::Status {
     CUDA_RETURN_IF_ERROR(cudaEventRecord(ready_, after));
     CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, ready_, 0));
+    if (before) LS_RETURN_IF_ERROR(before(stream_));
     NCCL_RETURN_IF_ERROR(ncclGroupStart());
     for (const Tensor& inout : inouts) {
       NCCL_RETURN_IF_ERROR(ncclAllReduce(inout.raw_data(), inout.raw_data(), inout.numel(),
                                          NcclType(inout.dtype()), NcclOp(op), comm_, stream_));
     }
     NCCL_RETURN_IF_ERROR(ncclGroupEnd());
+    if (after_reduce) LS_RETURN_IF_ERROR(after_reduce(stream_));
     CUDA_RETURN_IF_ERROR(cudaEventRecord(done, stream_));
     return absl::OkStatus();
   };
@@ -106,7 +110,7 @@ absl::Status NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inout
 }
 
 absl::Status NcclCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {
-  LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op, /*reduces_half=*/true));
+  LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op));
   return Run("AllReduce", inout.nbytes(), [&]() -> absl::Status {
     NCCL_RETURN_IF_ERROR(ncclAllReduce(inout.raw_data(), inout.raw_data(), inout.numel(),
                                        NcclType(inout.dtype()), NcclOp(op), comm_, stream_));
@@ -134,7 +138,7 @@ absl::Status NcclCommunicator::Broadcast(const Tensor& inout, int root) {
 
 absl::Status NcclCommunicator::ReduceScatter(const Tensor& input, const Tensor& output,
                                              ReduceOp op) {
-  LS_RETURN_IF_ERROR(CheckReduceScatter(*this, input, output, op, /*reduces_half=*/true));
+  LS_RETURN_IF_ERROR(CheckReduceScatter(*this, input, output, op));
   return Run("ReduceScatter", input.nbytes(), [&]() -> absl::Status {
     NCCL_RETURN_IF_ERROR(ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(),
                                            NcclType(input.dtype()), NcclOp(op), comm_, stream_));

@@ -38,11 +38,15 @@ class NcclCommunicator : public Communicator {
   absl::Status ReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
   absl::Status Barrier() override;
 
+  // Work queued on this communicator's stream.
+  using StreamWork = std::function<absl::Status(cudaStream_t)>;
   // Stream-ordered, for kernels: reduces `inouts` in place on this communicator's stream once
   // the work queued on `after` so far is done, and records `done` there; returns without
-  // waiting. Readers make their stream wait on `done`.
-  absl::Status EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op,
-                                cudaStream_t after, cudaEvent_t done);
+  // waiting. Readers make their stream wait on `done`. `before` and `after_reduce`, when set,
+  // are queued right before and after the reduction (a narrower wire dtype's conversions).
+  absl::Status EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op, cudaStream_t after,
+                                cudaEvent_t done, const StreamWork& before = nullptr,
+                                const StreamWork& after_reduce = nullptr);
 
  private:
   NcclCommunicator(int rank, int size, Device device) : rank_(rank), size_(size), device_(device) {}
@@ -58,7 +62,7 @@ class NcclCommunicator : public Communicator {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;  // recorded on the stream this communicator's work follows
-  Tensor barrier_;  // (1) i32 on device_: Barrier is an AllReduce of it
+  Tensor barrier_;               // (1) i32 on device_: Barrier is an AllReduce of it
 };
 
 // An NCCL result as a Status naming the call, where it was made and NCCL's explanation.

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace lockstep::parallel {
 
 enum class ParallelMode { kStandAlone, kDataParallel };
@@ -21,6 +23,11 @@ struct ParallelOptions {
   // MindSpore's all_reduce_fusion_config: split indices into the gradients in backward-ready
   // order, e.g. {20, 85} gives the buckets [0, 20), [20, 85), [85, end). Overrides the threshold.
   std::vector<int> all_reduce_fusion_config;
+  // The dtype gradient buckets cross the wire in: f32 (MindSpore's DistributedGradReducer), or
+  // bf16/f16 for half the bytes, as llm.c and DDP's bf16 compression hook reduce. The float32
+  // gradients are rounded into a bucket of this dtype, reduced (each sum taken in float32 and
+  // rounded), and converted back; master weights and their gradients stay float32.
+  DType allreduce_dtype = DType::kF32;
   // Every BatchNorm2d normalises with statistics over the whole global batch (SyncBatchNorm).
   bool sync_batch_norm = false;
   // Whether the gradient AllReduce runs on the communication thread while the backward goes on,

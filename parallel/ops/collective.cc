@@ -5,9 +5,11 @@
 // Variadic and in place: output i is input i reduced over the ranks, in input i's memory. The
 // FuseAllReduce pass gives one node several gradients (a bucket); "fusion" numbers the buckets
 // (0: not fused) and "bytes" is what it moves; both show in graph dumps and the .meta file.
+// "wire_dtype" (parallel/wire_dtype.h) is the dtype it moves and sums in (empty: the inputs').
 
 #include "graph/op_registry.h"
 #include "parallel/communicator.h"
+#include "parallel/wire_dtype.h"
 
 namespace lockstep::parallel {
 namespace {
@@ -22,6 +24,8 @@ absl::StatusOr<std::vector<TensorType>> InferAllReduce(const InferContext& ctx) 
                                                      TypeToString(input)));
     }
   }
+  LS_RETURN_IF_ERROR(
+      ParseWireDType(ctx.inputs[0].dtype, ctx.attrs.GetString("wire_dtype")).status());
   return ctx.inputs;
 }
 
@@ -33,6 +37,7 @@ REGISTER_OP("AllReduce")
     .Attr("group", std::string("world"))
     .Attr("fusion", int64_t{0})
     .Attr("bytes", int64_t{0})
+    .Attr("wire_dtype", std::string())
     .Infer(InferAllReduce);
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "core/backend.h"
 #include "graph/op_registry.h"
 #include "parallel/passes/passes.h"
+#include "parallel/wire_dtype.h"
 
 namespace lockstep::parallel {
 namespace {
@@ -38,7 +39,7 @@ class FuseAllReducePass : public Pass {
     starts.push_back(members.size());
     for (size_t b = 0; b + 1 < starts.size(); ++b) {
       std::vector<Member> bucket(members.begin() + starts[b], members.begin() + starts[b + 1]);
-      Fuse(graph, bucket, static_cast<int64_t>(b + 1));
+      LS_RETURN_IF_ERROR(Fuse(graph, bucket, static_cast<int64_t>(b + 1)));
     }
     return absl::OkStatus();
   }
@@ -93,8 +94,9 @@ class FuseAllReducePass : public Pass {
   }
 
   // Replaces the bucket's nodes by one AllReduce placed where the last of them was; its inputs
-  // are in memory order (parameter order), so the bucket reads as one byte range.
-  static void Fuse(Graph& graph, std::vector<Member>& bucket, int64_t fusion) {
+  // are in memory order (parameter order), so the bucket reads as one byte range. Its "bytes"
+  // are the range's (padding included) in the wire dtype.
+  static absl::Status Fuse(Graph& graph, std::vector<Member>& bucket, int64_t fusion) {
     std::reverse(bucket.begin(), bucket.end());
     std::vector<Value*> inputs;
     std::vector<TensorType> types;
@@ -108,7 +110,9 @@ class FuseAllReducePass : public Pass {
     }
     Attrs attrs = bucket[0].node->attrs;
     attrs.Set("fusion", fusion);
-    attrs.Set("bytes", bytes);
+    LS_ASSIGN_OR_RETURN(DType wire, ParseWireDType(types[0].dtype, attrs.GetString("wire_dtype")));
+    attrs.Set("bytes", bytes / static_cast<int64_t>(SizeOf(types[0].dtype)) *
+                           static_cast<int64_t>(SizeOf(wire)));
     Node* fused = graph.InsertNode(position + 1, bucket[0].node->op,
                                    absl::StrCat("allreduce/fusion_", fusion), std::move(attrs),
                                    std::move(inputs), types);
@@ -120,6 +124,7 @@ class FuseAllReducePass : public Pass {
       return std::any_of(bucket.begin(), bucket.end(),
                          [&](const Member& m) { return m.node == &node; });
     });
+    return absl::OkStatus();
   }
 };
 

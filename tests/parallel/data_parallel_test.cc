@@ -8,7 +8,10 @@
 #include <string>
 
 #include "core/allocator.h"
+#include "core/half.h"
+#include "graph/builder.h"
 #include "graph/pass.h"
+#include "parallel/ops/wire_bucket.h"
 #include "tests/parallel/replica_training.h"
 
 namespace lockstep::testing {
@@ -103,6 +106,83 @@ TEST(DataParallelTest, SplitIndicesChooseTheBuckets) {
   EXPECT_NE(status.message().find("all_reduce_fusion_config {3, 3} must be increasing split"),
             std::string::npos)
       << status;
+}
+
+// ParallelOptions::allreduce_dtype: the same buckets cross the wire in bf16 or f16, half the
+// bytes of float32, and no other dtype is accepted.
+TEST(DataParallelTest, AllReduceDTypeHalvesTheWireBytes) {
+  std::vector<std::vector<int64_t>> bytes;
+  for (DType wire : {DType::kF32, DType::kBF16, DType::kF16}) {
+    train::Model model =
+        MakeLeNet(DataParallel({.fusion_threshold_mb = 0.05, .allreduce_dtype = wire}));
+    ASSERT_TRUE(model.Compile().ok()) << DTypeName(wire);
+    bytes.emplace_back();
+    for (const Node* node : AllReduceNodes(model)) {
+      EXPECT_EQ(node->attrs.GetString("wire_dtype"), DTypeName(wire)) << node->Describe();
+      EXPECT_EQ(node->inputs[0]->dtype(), DType::kF32) << node->Describe();
+      bytes.back().push_back(node->attrs.GetInt("bytes"));
+    }
+  }
+  ASSERT_GT(bytes[0].size(), 1u);
+  for (size_t b = 0; b < bytes[0].size(); ++b) {
+    EXPECT_EQ(bytes[1][b] * 2, bytes[0][b]) << "bucket " << b + 1;
+    EXPECT_EQ(bytes[2][b] * 2, bytes[0][b]) << "bucket " << b + 1;
+  }
+
+  train::Model bad = MakeLeNet(DataParallel({.allreduce_dtype = DType::kI32}));
+  absl::Status status = bad.Compile();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("ParallelOptions::allreduce_dtype: f32 tensors are reduced in "
+                                  "f32, bf16 or f16, not in i32"),
+            std::string::npos)
+      << status;
+}
+
+// A bucket whose gradients are not back to back crosses as one wire buffer all the same: each
+// gradient is rounded to the wire dtype once (a world of one reduces nothing) and converted back.
+TEST(DataParallelTest, WireBucketOfScatteredTensorsRoundsEachElementOnce) {
+  Graph graph;
+  Builder builder(&graph);
+  Value* a = builder.Input("a", {3});
+  Value* b = builder.Input("b", {5});
+  const Node* bf16 =
+      builder.Op1("AllReduce", {a, b}, {{"wire_dtype", std::string("bf16")}})->producer;
+  const Node* f32 = builder.Op1("AllReduce", {a}, {{"wire_dtype", std::string("f32")}})->producer;
+  ASSERT_TRUE(builder.status().ok()) << builder.status();
+
+  absl::StatusOr<std::unique_ptr<parallel::WireBucket>> none =
+      parallel::WireBucket::For(*f32, parallel::Span{}, Device::CPU());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, nullptr);
+  absl::StatusOr<std::unique_ptr<parallel::WireBucket>> wire =
+      parallel::WireBucket::For(*bf16, parallel::Span{}, Device::CPU());
+  ASSERT_TRUE(wire.ok()) << wire.status();
+  ASSERT_NE(*wire, nullptr);
+  EXPECT_EQ((*wire)->wire().dtype(), DType::kBF16);
+  EXPECT_EQ((*wire)->wire().numel(), 8);
+
+  // 1 + k/1024: bf16 keeps 7 fraction bits, so most of them round.
+  const std::vector<Tensor> tensors = {Tensor::Empty({3}, DType::kF32),
+                                       Tensor::Empty({5}, DType::kF32)};
+  std::vector<float> original;
+  for (const Tensor& tensor : tensors) {
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+      original.push_back(1.0f + static_cast<float>(original.size()) * 0x1p-10f);
+      tensor.data<float>()[i] = original.back();
+    }
+  }
+  (*wire)->Bind(tensors);
+  ASSERT_TRUE((*wire)->AllReduceOnHost(*WorldOfOne().HostWorld(), parallel::ReduceOp::kSum).ok());
+  size_t k = 0;
+  int rounded = 0;
+  for (const Tensor& tensor : tensors) {
+    for (int64_t i = 0; i < tensor.numel(); ++i, ++k) {
+      const float expected = ToFloat(FloatTo<BFloat16>(original[k]));
+      EXPECT_EQ(tensor.data<float>()[i], expected) << "element " << k;
+      rounded += expected != original[k] ? 1 : 0;
+    }
+  }
+  EXPECT_GT(rounded, 0);
 }
 
 TEST(DataParallelTest, WorldOfOneTrainsExactlyAsStandAlone) {

@@ -2,7 +2,9 @@
 // so far (the bucket's last gradient) is marked by an event that the communicator's stream
 // waits on; the bucket is reduced there while the compute stream goes on with the backward,
 // and the executor's Wait, before the bucket's first reader (its optimizer update), makes the
-// compute stream wait on the reduction's event. The host never blocks inside a step.
+// compute stream wait on the reduction's event. The host never blocks inside a step. A bucket
+// with a narrower wire dtype is converted into it and back on the communicator's stream, around
+// the reduction (wire_bucket.h).
 
 #include <algorithm>
 
@@ -13,17 +15,28 @@
 #include "parallel/nccl_communicator.h"
 #include "parallel/ops/bucket_span.h"
 #include "parallel/ops/cuda/nccl_kernel.h"
+#include "parallel/ops/cuda/wire_convert.h"
+#include "parallel/ops/wire_bucket.h"
 
 namespace lockstep::parallel {
 namespace {
 
+// ConvertFn on the device (wire_convert.cu).
+absl::Status ConvertOnDevice(const Tensor& from, const Tensor& to, void* stream) {
+  LS_CHECK(from.numel() == to.numel()) << from.numel() << " elements into " << to.numel();
+  CUDA_RETURN_IF_ERROR(cuda::LaunchConvert(from.raw_data(), from.dtype(), to.raw_data(), to.dtype(),
+                                           from.numel(), static_cast<cudaStream_t>(stream)));
+  return absl::OkStatus();
+}
+
 class NcclAllReduceKernel : public Kernel {
  public:
-  NcclAllReduceKernel(const Node& node, size_t alignment, const NcclKernelParts& parts, ReduceOp op,
-                      bool overlap)
+  NcclAllReduceKernel(const Node& node, const Span& span, std::unique_ptr<WireBucket> wire,
+                      const NcclKernelParts& parts, ReduceOp op, bool overlap)
       : communicator_(parts.communicator),
         op_(op),
-        span_(ContiguousSpan(node, alignment)),
+        span_(span),
+        wire_(std::move(wire)),
         done_(parts.done) {
     // Arena memory may be rewritten by the next node on the compute stream, so only persistent
     // buffers are reduced behind it.
@@ -37,9 +50,19 @@ class NcclAllReduceKernel : public Kernel {
   bool communicates() const override { return true; }
 
   absl::Status Run(const KernelIO& io) override {
-    if (tensors_.empty()) tensors_ = BucketTensors(span_, io.outputs);
+    if (tensors_.empty()) {
+      tensors_ = BucketTensors(span_, io.outputs);
+      if (wire_ != nullptr) wire_->Bind(tensors_);
+    }
     compute_ = static_cast<cudaStream_t>(io.stream);
-    LS_RETURN_IF_ERROR(communicator_->EnqueueAllReduce(tensors_, op_, compute_, done_));
+    if (wire_ == nullptr) {
+      LS_RETURN_IF_ERROR(communicator_->EnqueueAllReduce(tensors_, op_, compute_, done_));
+    } else {
+      LS_RETURN_IF_ERROR(communicator_->EnqueueAllReduce(
+          {wire_->wire()}, op_, compute_, done_,
+          [this](cudaStream_t stream) { return wire_->ToWire(ConvertOnDevice, stream); },
+          [this](cudaStream_t stream) { return wire_->FromWire(ConvertOnDevice, stream); }));
+    }
     return asynchronous_ ? absl::OkStatus() : Wait();
   }
 
@@ -53,6 +76,7 @@ class NcclAllReduceKernel : public Kernel {
   NcclCommunicator* communicator_;
   ReduceOp op_;
   Span span_;
+  std::unique_ptr<WireBucket> wire_;  // null: reduced in the gradients' dtype
   cudaEvent_t done_;
   bool asynchronous_ = false;
   cudaStream_t compute_ = nullptr;
@@ -62,8 +86,10 @@ class NcclAllReduceKernel : public Kernel {
 absl::StatusOr<std::unique_ptr<Kernel>> CreateNcclAllReduce(const Node& node,
                                                             const KernelContext& ctx) {
   LS_ASSIGN_OR_RETURN(ReduceOp op, ParseReduceOp(node.attrs.GetString("op")));
+  const Span span = ContiguousSpan(node, BackendOf(ctx.device).alignment());
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<WireBucket> wire, WireBucket::For(node, span, ctx.device));
   LS_ASSIGN_OR_RETURN(NcclKernelParts parts, NcclPartsFor(node, ctx));
-  return std::make_unique<NcclAllReduceKernel>(node, BackendOf(ctx.device).alignment(), parts, op,
+  return std::make_unique<NcclAllReduceKernel>(node, span, std::move(wire), parts, op,
                                                OverlapCommunication(ctx));
 }
 
