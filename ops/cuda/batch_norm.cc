@@ -1,9 +1,9 @@
 // Batch normalization on CUDA through cuDNN (spatial modes: per channel over N, H, W). The ops
-// keep the biased batch variance where cuDNN keeps the inverse standard deviation, so small kernels of batch_norm.cu convert between them through the kernel's workspace. The
-// running averages follow the CPU kernels: momentum * old + (1 - momentum) * batch, with the
-// unbiased variance, which is cuDNN's exponential average with factor 1 - momentum.
-// BatchNormRelu applies the ReLU after cuDNN and keeps one mask byte per element; its gradient
-// masks dy with it before cuDNN's backward.
+// keep the biased batch variance where cuDNN keeps the inverse standard deviation, so small kernels
+// of batch_norm.cu convert between them through the kernel's workspace. The running averages follow
+// the CPU kernels: momentum * old + (1 - momentum) * batch, with the unbiased variance, which is
+// cuDNN's exponential average with factor 1 - momentum. BatchNormRelu applies the ReLU after cuDNN
+// and keeps one mask byte per element; its gradient masks dy with it before cuDNN's backward.
 // 16-bit data (bf16, f16) is normalized in NHWC, where cuDNN's persistent kernels are fastest,
 // and its (C) vectors are float32 as cuDNN requires: the pass gives float32 scale and bias (O2);
 // where they arrive 16-bit (O3) the kernels convert them into float32 workspace, and compute
@@ -47,8 +47,8 @@ class NormKernel : public Kernel {
     elements_ = NumElements(x.shape());
     epsilon_ = node.attrs.GetFloat("epsilon");
     half_params_ = node.inputs[1]->dtype() != DType::kF32;
-    LS_ASSIGN_OR_RETURN(auto fields, cuda::ActivationFields(x.shape(), x.dtype(),
-                                                            x.layout == cuda::NhwcLayout()));
+    LS_ASSIGN_OR_RETURN(
+        auto fields, cuda::ActivationFields(x.shape(), x.dtype(), x.layout == cuda::NhwcLayout()));
     LS_ASSIGN_OR_RETURN(x_, TensorDesc::Create(fields));
     LS_ASSIGN_OR_RETURN(channel_, TensorDesc::Nchw({channels_}, DType::kF32));
     return absl::OkStatus();
@@ -64,7 +64,8 @@ class NormKernel : public Kernel {
                                           cudaStream_t stream) const {
     if (!half_params_) return cuda::DataAs<const float>(param);
     float* converted = Vector(workspace, index);
-    CUDA_RETURN_IF_ERROR(cuda::LaunchCast(cuda::DataAs<const T>(param), converted, channels_, stream));
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchCast(cuda::DataAs<const T>(param), converted, channels_, stream));
     return converted;
   }
 
@@ -102,15 +103,16 @@ class BatchNormKernel : public NormKernel<T> {
                                            io.inputs[i].nbytes(), cudaMemcpyDeviceToDevice,
                                            stream));
     }
-    float* inv_std = this->Vector(io.workspace, 0);                                        // (C)
-    LS_ASSIGN_OR_RETURN(const float* gamma, this->FloatParam(io.inputs[1], io.workspace, 1, stream));
+    float* inv_std = this->Vector(io.workspace, 0);  // (C)
+    LS_ASSIGN_OR_RETURN(const float* gamma,
+                        this->FloatParam(io.inputs[1], io.workspace, 1, stream));
     LS_ASSIGN_OR_RETURN(const float* beta, this->FloatParam(io.inputs[2], io.workspace, 2, stream));
     T* y = cuda::DataAs<T>(io.outputs[0]);  // (N, C, ...)
     CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardTraining(
         handle, kTrainingMode, &kOne, &kZero, this->x_.get(), io.inputs[0].raw_data(),
-        this->x_.get(), y, this->channel_.get(), gamma, beta,              // gamma, beta (C)
-        factor_, io.outputs[3].raw_data(), io.outputs[4].raw_data(),       // running (C)
-        this->epsilon_, io.outputs[1].raw_data(), inv_std));               // saved mean (C)
+        this->x_.get(), y, this->channel_.get(), gamma, beta,         // gamma, beta (C)
+        factor_, io.outputs[3].raw_data(), io.outputs[4].raw_data(),  // running (C)
+        this->epsilon_, io.outputs[1].raw_data(), inv_std));          // saved mean (C)
     CUDA_RETURN_IF_ERROR(cuda::LaunchVarianceFromInvStd(inv_std, static_cast<float>(this->epsilon_),
                                                         this->channels_,
                                                         io.outputs[2].data<float>(), stream));
@@ -151,11 +153,12 @@ class BatchNormGradKernel : public NormKernel<T> {
     CUDA_RETURN_IF_ERROR(cuda::LaunchInvStdFromVariance(io.inputs[3].data<float>(),
                                                         static_cast<float>(this->epsilon_),
                                                         this->channels_, inv_std, stream));
-    LS_ASSIGN_OR_RETURN(const float* gamma, this->FloatParam(io.inputs[1], io.workspace, 1, stream));
+    LS_ASSIGN_OR_RETURN(const float* gamma,
+                        this->FloatParam(io.inputs[1], io.workspace, 1, stream));
     const bool half = this->half_params_;
     void* dgamma = half ? this->Vector(io.workspace, 2) : io.outputs[1].raw_data();  // (C)
     void* dbeta = half ? this->Vector(io.workspace, 3) : io.outputs[2].raw_data();   // (C)
-    const void* dy = io.inputs[4].raw_data();  // (N, C, ...)
+    const void* dy = io.inputs[4].raw_data();                                        // (N, C, ...)
     if (relu_) {
       auto* masked = reinterpret_cast<T*>(static_cast<char*>(io.workspace) + MaskedOffset());
       CUDA_RETURN_IF_ERROR(cuda::LaunchApplyMask(static_cast<const T*>(dy),
@@ -166,8 +169,8 @@ class BatchNormGradKernel : public NormKernel<T> {
     CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationBackward(
         handle, kTrainingMode, &kOne, &kZero, &kOne, &kZero, this->x_.get(),
         io.inputs[0].raw_data(), this->x_.get(), dy, this->x_.get(), io.outputs[0].raw_data(),
-        this->channel_.get(), gamma, dgamma, dbeta,                     // (C)
-        this->epsilon_, io.inputs[2].raw_data(), inv_std));             // saved mean (C)
+        this->channel_.get(), gamma, dgamma, dbeta,          // (C)
+        this->epsilon_, io.inputs[2].raw_data(), inv_std));  // saved mean (C)
     if (half) {
       for (int i : {1, 2}) {
         CUDA_RETURN_IF_ERROR(cuda::LaunchCast(this->Vector(io.workspace, i + 1),
@@ -204,7 +207,8 @@ class BatchNormInferenceKernel : public NormKernel<T> {
   absl::Status Run(const KernelIO& io) override {
     const cudaStream_t stream = StreamOf(io);
     LS_ASSIGN_OR_RETURN(cudnnHandle_t handle, cuda::CudnnHandle(stream));
-    LS_ASSIGN_OR_RETURN(const float* gamma, this->FloatParam(io.inputs[1], io.workspace, 1, stream));
+    LS_ASSIGN_OR_RETURN(const float* gamma,
+                        this->FloatParam(io.inputs[1], io.workspace, 1, stream));
     LS_ASSIGN_OR_RETURN(const float* beta, this->FloatParam(io.inputs[2], io.workspace, 2, stream));
     CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardInference(
         handle, kInferenceMode, &kOne, &kZero, this->x_.get(), io.inputs[0].raw_data(),
@@ -221,7 +225,8 @@ class BatchNormInferenceKernel : public NormKernel<T> {
 template <template <typename> class K, typename... Args>
 void RegisterNorm(const char* op, Args... args) {
   auto factory = [args...]<typename T>() -> KernelFactory {
-    return [args...](const Node& node, const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    return [args...](const Node& node,
+                     const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
       return K<T>::Create(node, args...);
     };
   };

@@ -9,9 +9,9 @@
 
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_layouts.h"
-#include "ops/cuda/element_types.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/cudnn_desc.h"
+#include "ops/cuda/element_types.h"
 
 namespace lockstep {
 namespace {

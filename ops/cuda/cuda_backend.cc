@@ -115,10 +115,10 @@ class CudaBackend : public Backend {
     }
     LS_ASSIGN_OR_RETURN(Tensor staged, Tensor::Allocate(from.shape(), from.dtype(), Device::CPU(),
                                                         /*zeroed=*/false));
-    LS_ASSIGN_OR_RETURN(Tensor permuted, Tensor::Allocate(from.shape(), from.dtype(),
-                                                          Device::CPU(), /*zeroed=*/false));
-    LS_RETURN_IF_ERROR(Copy(staged.raw_data(), Device::CPU(), from.raw_data(), from.device(),
-                            from.nbytes()));
+    LS_ASSIGN_OR_RETURN(Tensor permuted, Tensor::Allocate(from.shape(), from.dtype(), Device::CPU(),
+                                                          /*zeroed=*/false));
+    LS_RETURN_IF_ERROR(
+        Copy(staged.raw_data(), Device::CPU(), from.raw_data(), from.device(), from.nbytes()));
     const size_t bytes = SizeOf(from.dtype());
     if (to_nhwc) {
       PermuteToNhwc(staged.raw_data(), permuted.raw_data(), from.shape(), bytes);

@@ -47,8 +47,7 @@ Layout NhwcIfEligible(const Value& value) {
   return NhwcEligible(value.shape(), value.dtype()) ? NhwcLayout() : Layout::kPlain;
 }
 
-LayoutChoice NhwcWhereEligible(const Node& node, const std::vector<Layout>&,
-                               const SharedLayouts&) {
+LayoutChoice NhwcWhereEligible(const Node& node, const std::vector<Layout>&, const SharedLayouts&) {
   LayoutChoice choice;
   for (const Value* input : node.inputs) choice.inputs.push_back(NhwcIfEligible(*input));
   for (const auto& output : node.outputs) choice.outputs.push_back(NhwcIfEligible(*output));

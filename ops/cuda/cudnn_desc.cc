@@ -123,9 +123,8 @@ absl::StatusOr<FilterDesc> FilterDesc::Create(const FilterDescFields& fields) {
   CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&raw));
   FilterDesc desc;
   desc.desc_.reset(raw);
-  CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(raw, fields.dtype, fields.format,
-                                                   fields.dims[0], fields.dims[1], fields.dims[2],
-                                                   fields.dims[3]));
+  CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(raw, fields.dtype, fields.format, fields.dims[0],
+                                                   fields.dims[1], fields.dims[2], fields.dims[3]));
   return desc;
 }
 

@@ -164,25 +164,24 @@ cudaError_t LaunchBiasAdd(const T* x, const T* bias, T* y, int64_t outer, int64_
 }
 
 template <typename T>
-cudaError_t LaunchBiasAddGrad(const T* dy, T* dbias, int64_t outer, int64_t channels,
-                              int64_t inner, cudaStream_t stream) {
+cudaError_t LaunchBiasAddGrad(const T* dy, T* dbias, int64_t outer, int64_t channels, int64_t inner,
+                              cudaStream_t stream) {
   if (channels == 0) return cudaSuccess;
   BiasAddGradKernel<T><<<static_cast<unsigned>(channels), kThreadsPerBlock, 0, stream>>>(
       dy, dbias, outer, channels, inner);
   return cudaGetLastError();
 }
 
-#define LS_INSTANTIATE_ELEMENTWISE(T)                                                           \
-  template cudaError_t LaunchAdd(const T*, const T*, T*, int64_t, cudaStream_t);                \
-  template cudaError_t LaunchAddRelu(const T*, const T*, T*, int64_t, cudaStream_t);            \
-  template cudaError_t LaunchRelu(const T*, T*, int64_t, cudaStream_t);                         \
-  template cudaError_t LaunchReluGrad(const T*, const T*, T*, int64_t, cudaStream_t);           \
-  template cudaError_t LaunchAddReluGrad(const T*, const T*, const T*, T*, int64_t,             \
-                                         cudaStream_t);                                         \
-  template cudaError_t LaunchScale(const T*, float, T*, int64_t, cudaStream_t);                 \
-  template cudaError_t LaunchFill(T*, float, int64_t, cudaStream_t);                            \
-  template cudaError_t LaunchBiasAdd(const T*, const T*, T*, int64_t, int64_t, int64_t,         \
-                                     cudaStream_t);                                             \
+#define LS_INSTANTIATE_ELEMENTWISE(T)                                                              \
+  template cudaError_t LaunchAdd(const T*, const T*, T*, int64_t, cudaStream_t);                   \
+  template cudaError_t LaunchAddRelu(const T*, const T*, T*, int64_t, cudaStream_t);               \
+  template cudaError_t LaunchRelu(const T*, T*, int64_t, cudaStream_t);                            \
+  template cudaError_t LaunchReluGrad(const T*, const T*, T*, int64_t, cudaStream_t);              \
+  template cudaError_t LaunchAddReluGrad(const T*, const T*, const T*, T*, int64_t, cudaStream_t); \
+  template cudaError_t LaunchScale(const T*, float, T*, int64_t, cudaStream_t);                    \
+  template cudaError_t LaunchFill(T*, float, int64_t, cudaStream_t);                               \
+  template cudaError_t LaunchBiasAdd(const T*, const T*, T*, int64_t, int64_t, int64_t,            \
+                                     cudaStream_t);                                                \
   template cudaError_t LaunchBiasAddGrad(const T*, T*, int64_t, int64_t, int64_t, cudaStream_t)
 LS_FOR_EACH_FLOAT_ELEMENT(LS_INSTANTIATE_ELEMENTWISE);
 #undef LS_INSTANTIATE_ELEMENTWISE
@@ -193,12 +192,12 @@ cudaError_t LaunchCast(const From* x, To* y, int64_t n, cudaStream_t stream) {
 }
 
 // Every pair the Cast kernels of ops/cuda/elementwise.cc use.
-#define LS_INSTANTIATE_CAST_FROM(From)                                                 \
-  template cudaError_t LaunchCast(const From*, float*, int64_t, cudaStream_t);         \
-  template cudaError_t LaunchCast(const From*, double*, int64_t, cudaStream_t);        \
-  template cudaError_t LaunchCast(const From*, int32_t*, int64_t, cudaStream_t);       \
-  template cudaError_t LaunchCast(const From*, int64_t*, int64_t, cudaStream_t);       \
-  template cudaError_t LaunchCast(const From*, __half*, int64_t, cudaStream_t);        \
+#define LS_INSTANTIATE_CAST_FROM(From)                                           \
+  template cudaError_t LaunchCast(const From*, float*, int64_t, cudaStream_t);   \
+  template cudaError_t LaunchCast(const From*, double*, int64_t, cudaStream_t);  \
+  template cudaError_t LaunchCast(const From*, int32_t*, int64_t, cudaStream_t); \
+  template cudaError_t LaunchCast(const From*, int64_t*, int64_t, cudaStream_t); \
+  template cudaError_t LaunchCast(const From*, __half*, int64_t, cudaStream_t);  \
   template cudaError_t LaunchCast(const From*, __nv_bfloat16*, int64_t, cudaStream_t)
 LS_INSTANTIATE_CAST_FROM(float);
 LS_INSTANTIATE_CAST_FROM(double);

@@ -44,7 +44,7 @@ cudaError_t LaunchBiasAdd(const T* x, const T* bias, T* y, int64_t outer, int64_
 // dbias[c] = the sum of dy[:, c, :]; dy: (outer, channels, inner), dbias: (channels). One block
 // per channel, summed in double in a fixed order.
 template <typename T>
-cudaError_t LaunchBiasAddGrad(const T* dy, T* dbias, int64_t outer, int64_t channels,
-                              int64_t inner, cudaStream_t stream);
+cudaError_t LaunchBiasAddGrad(const T* dy, T* dbias, int64_t outer, int64_t channels, int64_t inner,
+                              cudaStream_t stream);
 
 }  // namespace lockstep::cuda

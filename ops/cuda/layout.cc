@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CreateReorder(const Node& node, const Ke
                                                LayoutName(from), " to ", LayoutName(to)));
 }
 
-constexpr DType kReorderDTypes[] = {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+constexpr DType kReorderDTypes[] = {DType::kF32, DType::kF64,  DType::kI32, DType::kI64,
                                     DType::kU8,  DType::kBF16, DType::kF16};
 
 [[maybe_unused]] const bool kRegistered = [] {

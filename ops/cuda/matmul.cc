@@ -39,8 +39,9 @@ MatMulLtFields RowMajorMatMulFields(const Shape& a, const Shape& b, bool transpo
 absl::StatusOr<LtTypeFields> MatMulLtTypes(DType dtype, bool allow_tf32) {
   switch (dtype) {
     case DType::kF32:
-      return LtTypeFields{.data = CUDA_R_32F,
-                          .compute = allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
+      return LtTypeFields{
+          .data = CUDA_R_32F,
+          .compute = allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
     case DType::kBF16:
       return LtTypeFields{.data = CUDA_R_16BF};
     case DType::kF16:

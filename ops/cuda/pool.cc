@@ -50,8 +50,8 @@ class MaxPoolKernel : public Kernel {
       : g_(ForwardGeometry(node)), argmax_(node.outputs.size() == 2) {}
   absl::Status Run(const KernelIO& io) override {
     int32_t* argmax = argmax_ ? static_cast<int32_t*>(io.outputs[1].raw_data()) : nullptr;
-    CUDA_RETURN_IF_ERROR(cuda::LaunchMaxPool(cuda::DataAs<const T>(io.inputs[0]),       // (N, C, H, W)
-                                             g_, cuda::DataAs<T>(io.outputs[0]),  // (N, C, OH, OW)
+    CUDA_RETURN_IF_ERROR(cuda::LaunchMaxPool(cuda::DataAs<const T>(io.inputs[0]),  // (N, C, H, W)
+                                             g_, cuda::DataAs<T>(io.outputs[0]),   // (N, C, OH, OW)
                                              argmax, StreamOf(io)));
     return absl::OkStatus();
   }
@@ -68,16 +68,19 @@ class MaxPoolGradKernel : public Kernel {
   explicit MaxPoolGradKernel(const Node& node)
       : g_(GeometryOf(node, node.inputs[0]->shape(), node.inputs[1]->shape())) {}
   // The argmax, then the forward's y (written, not read).
-  size_t WorkspaceBytes() const override { return OutputElements() * (sizeof(int32_t) + sizeof(T)); }
+  size_t WorkspaceBytes() const override {
+    return OutputElements() * (sizeof(int32_t) + sizeof(T));
+  }
   absl::Status Run(const KernelIO& io) override {
     auto* argmax = static_cast<int32_t*>(io.workspace);
     auto* y = reinterpret_cast<T*>(argmax + OutputElements());
     CUDA_RETURN_IF_ERROR(
         cuda::LaunchMaxPool(cuda::DataAs<const T>(io.inputs[0]), g_, y, argmax, StreamOf(io)));
-    CUDA_RETURN_IF_ERROR(cuda::LaunchMaxPoolGrad(cuda::DataAs<const T>(io.inputs[1]),  // (N, C, OH, OW)
-                                                 argmax, g_,
-                                                 cuda::DataAs<T>(io.outputs[0]),  // (N, C, H, W)
-                                                 StreamOf(io)));
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchMaxPoolGrad(cuda::DataAs<const T>(io.inputs[1]),  // (N, C, OH, OW)
+                                argmax, g_,
+                                cuda::DataAs<T>(io.outputs[0]),  // (N, C, H, W)
+                                StreamOf(io)));
     return absl::OkStatus();
   }
 
@@ -93,9 +96,9 @@ class MaxPoolGradWithArgmaxKernel : public Kernel {
   explicit MaxPoolGradWithArgmaxKernel(const Node& node) : g_(BackwardGeometry(node)) {}
   absl::Status Run(const KernelIO& io) override {
     CUDA_RETURN_IF_ERROR(cuda::LaunchMaxPoolGrad(
-        cuda::DataAs<const T>(io.inputs[0]),                            // dy (N, C, OH, OW)
+        cuda::DataAs<const T>(io.inputs[0]),                   // dy (N, C, OH, OW)
         static_cast<const int32_t*>(io.inputs[1].raw_data()),  // argmax, like dy
-        g_, cuda::DataAs<T>(io.outputs[0]), StreamOf(io)));       // dx (N, C, H, W)
+        g_, cuda::DataAs<T>(io.outputs[0]), StreamOf(io)));    // dx (N, C, H, W)
     return absl::OkStatus();
   }
 
@@ -108,8 +111,8 @@ class AvgPoolKernel : public Kernel {
  public:
   explicit AvgPoolKernel(const Node& node) : g_(ForwardGeometry(node)) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAvgPool(cuda::DataAs<const T>(io.inputs[0]),       // (N, C, H, W)
-                                             g_, cuda::DataAs<T>(io.outputs[0]),  // (N, C, OH, OW)
+    CUDA_RETURN_IF_ERROR(cuda::LaunchAvgPool(cuda::DataAs<const T>(io.inputs[0]),  // (N, C, H, W)
+                                             g_, cuda::DataAs<T>(io.outputs[0]),   // (N, C, OH, OW)
                                              StreamOf(io)));
     return absl::OkStatus();
   }
@@ -123,9 +126,10 @@ class AvgPoolGradKernel : public Kernel {
  public:
   explicit AvgPoolGradKernel(const Node& node) : g_(BackwardGeometry(node)) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAvgPoolGrad(cuda::DataAs<const T>(io.inputs[0]),       // (N, C, OH, OW)
-                                                 g_, cuda::DataAs<T>(io.outputs[0]),  // (N, C, H, W)
-                                                 StreamOf(io)));
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchAvgPoolGrad(cuda::DataAs<const T>(io.inputs[0]),  // (N, C, OH, OW)
+                                g_, cuda::DataAs<T>(io.outputs[0]),   // (N, C, H, W)
+                                StreamOf(io)));
     return absl::OkStatus();
   }
 
@@ -162,19 +166,26 @@ class GlobalAvgPoolKernel : public Kernel {
 // ResNet-50).
 template <typename T, template <typename> class K, typename... Args>
 KernelFactory PoolFactory(Args... args) {
-  return [args...](const Node& node, const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    return std::make_unique<K<T>>(node, args...);
-  };
+  return
+      [args...](const Node& node, const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        return std::make_unique<K<T>>(node, args...);
+      };
 }
 
 template <template <typename> class K, typename... Args>
 bool RegisterPool(const char* op, Args... args) {
   KernelRegistry& registry = KernelRegistry::Global();
-  registry.Register({.op = op, .device = DeviceType::kCUDA, .dtype = DType::kF32,
+  registry.Register({.op = op,
+                     .device = DeviceType::kCUDA,
+                     .dtype = DType::kF32,
                      .create = PoolFactory<float, K>(args...)});
-  registry.Register({.op = op, .device = DeviceType::kCUDA, .dtype = DType::kBF16,
+  registry.Register({.op = op,
+                     .device = DeviceType::kCUDA,
+                     .dtype = DType::kBF16,
                      .create = PoolFactory<__nv_bfloat16, K>(args...)});
-  return registry.Register({.op = op, .device = DeviceType::kCUDA, .dtype = DType::kF16,
+  return registry.Register({.op = op,
+                            .device = DeviceType::kCUDA,
+                            .dtype = DType::kF16,
                             .create = PoolFactory<__half, K>(args...)});
 }
 

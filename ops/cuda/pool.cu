@@ -175,7 +175,7 @@ cudaError_t LaunchGlobalAvgPoolGrad(const T* dy, int64_t planes, int64_t plane, 
   return ForEachIndex(planes * plane, stream, GlobalAvgPoolBackward<T>{dy, plane, dx});
 }
 
-#define LS_INSTANTIATE_POOL(T)                                                                  \
+#define LS_INSTANTIATE_POOL(T)                                                                   \
   template cudaError_t LaunchMaxPool(const T*, const PoolGeometry&, T*, int32_t*, cudaStream_t); \
   template cudaError_t LaunchMaxPoolGrad(const T*, const int32_t*, const PoolGeometry&, T*,      \
                                          cudaStream_t);                                          \

@@ -26,8 +26,7 @@ cudaError_t LaunchMaxPoolGrad(const T* dy, const int32_t* argmax, const math::Po
 template <typename T>
 cudaError_t LaunchAvgPool(const T* x, const math::PoolGeometry& g, T* y, cudaStream_t stream);
 template <typename T>
-cudaError_t LaunchAvgPoolGrad(const T* dy, const math::PoolGeometry& g, T* dx,
-                              cudaStream_t stream);
+cudaError_t LaunchAvgPoolGrad(const T* dy, const math::PoolGeometry& g, T* dx, cudaStream_t stream);
 // (N, C, H, W) -> (N, C): the mean of each plane, and its gradient spread back evenly.
 template <typename T>
 cudaError_t LaunchGlobalAvgPool(const T* x, int64_t planes, int64_t plane, T* y,
