@@ -77,7 +77,7 @@ class UpdateLossScaleKernel : public Kernel {
   absl::Status Run(const KernelIO& io) override {
     CUDA_RETURN_IF_ERROR(cuda::LaunchUpdateLossScale(io.outputs[0].data<float>(),    // scale []
                                                      io.outputs[1].data<int32_t>(),  // steps []
-                                                     io.inputs[2].data<float>(),     // finite []
+                                                     io.inputs[2].data<float>(),  // finite []
                                                      factor_, window_, StreamOf(io)));
     return absl::OkStatus();
   }
