@@ -210,6 +210,21 @@ TEST(LowPrecisionCudaTest, StoredWeightsKeptInKrsc) {
   ExpectStoredWeightsWork<Float16>(DType::kF16);
 }
 
+// Reshape and Flatten of a convolution's NHWC output read it in (N, C, H, W) order: the layout
+// pass reorders it to plain first; Identity keeps the layout.
+TEST(LowPrecisionCudaTest, ShapeOpsAfterNhwcValues) {
+  LS_SKIP_WITHOUT_GPU();
+  for (DType dtype : kLowDTypes) {
+    ExpectLowMatches(dtype, {Low("x", {2, 8, 5, 5}), Low("w", {4, 8, 3, 3})},
+                     [](Builder& b, const std::vector<Value*>& in) {
+                       Value* y = b.Op1("Identity", {b.Op1("Conv2D", in, ConvAttrs(1, 1))});
+                       return std::vector<Value*>{
+                           b.Op1("Flatten", {y}),
+                           b.Op1("Reshape", {y}, {{"shape", Shape{-1, 25}}})};
+                     });
+  }
+}
+
 // A (C) float32 vector: positive around `shift` (variances) or of any sign (shift 0).
 LowInput Channels(const std::string& name, int64_t c, float shift, uint64_t seed, bool low) {
   std::vector<float> values = testing::NormalValues({c}, seed);
