@@ -2,6 +2,9 @@
 // once, when the kernel is built: the fastest deterministic algorithm cuDNN's heuristics offer
 // within kMaxWorkspace (deterministic, so runs and resumes repeat bit for bit, as on the CPU).
 // Its workspace comes from the executor's planned workspace, never from an allocation in a step.
+// bf16 and f16 convolutions read NHWC activations and KRSC weights and accumulate in float32 on
+// tensor cores (CUDNN_TENSOR_OP_MATH), as PyTorch's channels-last autocast does; float32 stays
+// NCHW with TF32 where allowed.
 
 #include <algorithm>
 #include <array>
