@@ -1,15 +1,22 @@
-// Batch normalization on CUDA through cuDNN (spatial modes: per channel over N, H, W), plain
-// NCHW. The ops keep the biased batch variance where cuDNN keeps the inverse standard deviation,
-// so small kernels of batch_norm.cu convert between them through the kernel's workspace. The
-// running averages follow the CPU kernels: momentum * old + (1 - momentum) * batch, with the
-// unbiased variance, which is cuDNN's exponential average with factor 1 - momentum.
-// BatchNormRelu applies the ReLU after cuDNN and keeps one mask byte per element; its gradient
-// masks dy with it before cuDNN's backward.
+// Batch normalization on CUDA through cuDNN (spatial modes: per channel over N, H, W). The ops
+// keep the biased batch variance where cuDNN keeps the inverse standard deviation, so small kernels
+// of batch_norm.cu convert between them through the kernel's workspace. The running averages follow
+// the CPU kernels: momentum * old + (1 - momentum) * batch, with the unbiased variance, which is
+// cuDNN's exponential average with factor 1 - momentum. BatchNormRelu applies the ReLU after cuDNN
+// and keeps one mask byte per element; its gradient masks dy with it before cuDNN's backward.
+// 16-bit data (bf16, f16) is normalized in NHWC, where cuDNN's persistent kernels are fastest,
+// and its (C) vectors are float32 as cuDNN requires: the pass gives float32 scale and bias (O2);
+// where they arrive 16-bit (O3) the kernels convert them into float32 workspace, and compute
+// dgamma and dbeta there before rounding them into their 16-bit outputs. Statistics and running
+// averages are float32 always.
 
 #include "graph/kernel.h"
 #include "ops/cuda/batch_norm_kernels.h"
+#include "ops/cuda/cuda_layouts.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/cudnn_desc.h"
+#include "ops/cuda/element_types.h"
+#include "ops/cuda/elementwise_kernels.h"
 
 namespace lockstep {
 namespace {
@@ -25,7 +32,13 @@ constexpr cudnnBatchNormMode_t kTrainingMode = CUDNN_BATCHNORM_SPATIAL_PERSISTEN
 constexpr cudnnBatchNormMode_t kInferenceMode = CUDNN_BATCHNORM_SPATIAL;
 const float kOne = 1.0f, kZero = 0.0f;
 
-// What every batch-norm kernel holds: descriptors of x (N, C, ...) and of the (C) vectors.
+// Workspace bytes for `count` values of `bytes` each, rounded up to cuDNN's 256-byte alignment.
+size_t Aligned(int64_t count, size_t bytes) { return (count * bytes + 255) / 256 * 256; }
+
+// What every batch-norm kernel holds: descriptors of x (N, C, ...) (NHWC where the layout pass
+// chose it) and of the float32 (C) vectors, and whether gamma and beta are 16-bit (O3), so that
+// they go through float32 copies in the workspace.
+template <typename T>
 class NormKernel : public Kernel {
  protected:
   absl::Status Init(const Node& node) {
@@ -33,20 +46,40 @@ class NormKernel : public Kernel {
     channels_ = x.shape()[1];
     elements_ = NumElements(x.shape());
     epsilon_ = node.attrs.GetFloat("epsilon");
-    LS_ASSIGN_OR_RETURN(x_, TensorDesc::Nchw(x.shape(), x.dtype()));
-    LS_ASSIGN_OR_RETURN(channel_, TensorDesc::Nchw({channels_}, x.dtype()));
+    half_params_ = node.inputs[1]->dtype() != DType::kF32;
+    LS_ASSIGN_OR_RETURN(
+        auto fields, cuda::ActivationFields(x.shape(), x.dtype(), x.layout == cuda::NhwcLayout()));
+    LS_ASSIGN_OR_RETURN(x_, TensorDesc::Create(fields));
+    LS_ASSIGN_OR_RETURN(channel_, TensorDesc::Nchw({channels_}, DType::kF32));
     return absl::OkStatus();
+  }
+
+  // The float32 (C) vector `index` of the workspace.
+  float* Vector(void* workspace, int index) const {
+    return reinterpret_cast<float*>(static_cast<char*>(workspace) +
+                                    index * Aligned(channels_, sizeof(float)));
+  }
+  // A parameter (C) as float32: itself, or converted into workspace vector `index`.
+  absl::StatusOr<const float*> FloatParam(const Tensor& param, void* workspace, int index,
+                                          cudaStream_t stream) const {
+    if (!half_params_) return cuda::DataAs<const float>(param);
+    float* converted = Vector(workspace, index);
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchCast(cuda::DataAs<const T>(param), converted, channels_, stream));
+    return converted;
   }
 
   int64_t channels_ = 0;
   int64_t elements_ = 0;
   double epsilon_ = 1e-5;
+  bool half_params_ = false;
   TensorDesc x_, channel_;
 };
 
 // (x, gamma, beta, running_mean, running_var) -> (y, saved_mean, saved_var, running_mean',
 // running_var'[, relu mask]).
-class BatchNormKernel : public NormKernel {
+template <typename T>
+class BatchNormKernel : public NormKernel<T> {
  public:
   static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, bool relu) {
     auto kernel = std::unique_ptr<BatchNormKernel>(new BatchNormKernel());
@@ -56,7 +89,10 @@ class BatchNormKernel : public NormKernel {
     return kernel;
   }
 
-  size_t WorkspaceBytes() const override { return channels_ * sizeof(float); }
+  // inv_std, then float32 gamma and beta where they are 16-bit.
+  size_t WorkspaceBytes() const override {
+    return (this->half_params_ ? 3 : 1) * Aligned(this->channels_, sizeof(float));
+  }
 
   absl::Status Run(const KernelIO& io) override {
     const cudaStream_t stream = StreamOf(io);
@@ -67,18 +103,22 @@ class BatchNormKernel : public NormKernel {
                                            io.inputs[i].nbytes(), cudaMemcpyDeviceToDevice,
                                            stream));
     }
-    auto* inv_std = static_cast<float*>(io.workspace);  // (C)
-    float* y = io.outputs[0].data<float>();             // (N, C, ...)
+    float* inv_std = this->Vector(io.workspace, 0);  // (C)
+    LS_ASSIGN_OR_RETURN(const float* gamma,
+                        this->FloatParam(io.inputs[1], io.workspace, 1, stream));
+    LS_ASSIGN_OR_RETURN(const float* beta, this->FloatParam(io.inputs[2], io.workspace, 2, stream));
+    T* y = cuda::DataAs<T>(io.outputs[0]);  // (N, C, ...)
     CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardTraining(
-        handle, kTrainingMode, &kOne, &kZero, x_.get(), io.inputs[0].raw_data(), x_.get(), y,
-        channel_.get(), io.inputs[1].raw_data(), io.inputs[2].raw_data(),  // gamma, beta (C)
-        factor_, io.outputs[3].raw_data(), io.outputs[4].raw_data(),       // running (C)
-        epsilon_, io.outputs[1].raw_data(), inv_std));                     // saved mean (C)
-    CUDA_RETURN_IF_ERROR(cuda::LaunchVarianceFromInvStd(
-        inv_std, static_cast<float>(epsilon_), channels_, io.outputs[2].data<float>(), stream));
+        handle, kTrainingMode, &kOne, &kZero, this->x_.get(), io.inputs[0].raw_data(),
+        this->x_.get(), y, this->channel_.get(), gamma, beta,         // gamma, beta (C)
+        factor_, io.outputs[3].raw_data(), io.outputs[4].raw_data(),  // running (C)
+        this->epsilon_, io.outputs[1].raw_data(), inv_std));          // saved mean (C)
+    CUDA_RETURN_IF_ERROR(cuda::LaunchVarianceFromInvStd(inv_std, static_cast<float>(this->epsilon_),
+                                                        this->channels_,
+                                                        io.outputs[2].data<float>(), stream));
     if (relu_) {
       CUDA_RETURN_IF_ERROR(
-          cuda::LaunchReluWithMask(y, io.outputs[5].data<uint8_t>(), elements_, stream));
+          cuda::LaunchReluWithMask(y, io.outputs[5].data<uint8_t>(), this->elements_, stream));
     }
     return absl::OkStatus();
   }
@@ -90,7 +130,8 @@ class BatchNormKernel : public NormKernel {
 };
 
 // (x, gamma, saved_mean, saved_var, dy[, relu mask]) -> (dx, dgamma, dbeta).
-class BatchNormGradKernel : public NormKernel {
+template <typename T>
+class BatchNormGradKernel : public NormKernel<T> {
  public:
   static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, bool relu) {
     auto kernel = std::unique_ptr<BatchNormGradKernel>(new BatchNormGradKernel());
@@ -99,40 +140,58 @@ class BatchNormGradKernel : public NormKernel {
     return kernel;
   }
 
-  // The (C) inverse standard deviations, then the masked dy of the fused ReLU.
+  // inv_std, float32 gamma, dgamma and dbeta where they are 16-bit, then the masked dy of the
+  // fused ReLU.
   size_t WorkspaceBytes() const override {
-    return MaskedOffset() + (relu_ ? elements_ * sizeof(float) : 0);
+    return MaskedOffset() + (relu_ ? Aligned(this->elements_, sizeof(T)) : 0);
   }
 
   absl::Status Run(const KernelIO& io) override {
     const cudaStream_t stream = StreamOf(io);
     LS_ASSIGN_OR_RETURN(cudnnHandle_t handle, cuda::CudnnHandle(stream));
-    auto* inv_std = static_cast<float*>(io.workspace);  // (C)
-    CUDA_RETURN_IF_ERROR(cuda::LaunchInvStdFromVariance(
-        io.inputs[3].data<float>(), static_cast<float>(epsilon_), channels_, inv_std, stream));
-    const void* dy = io.inputs[4].raw_data();  // (N, C, ...)
+    float* inv_std = this->Vector(io.workspace, 0);  // (C)
+    CUDA_RETURN_IF_ERROR(cuda::LaunchInvStdFromVariance(io.inputs[3].data<float>(),
+                                                        static_cast<float>(this->epsilon_),
+                                                        this->channels_, inv_std, stream));
+    LS_ASSIGN_OR_RETURN(const float* gamma,
+                        this->FloatParam(io.inputs[1], io.workspace, 1, stream));
+    const bool half = this->half_params_;
+    void* dgamma = half ? this->Vector(io.workspace, 2) : io.outputs[1].raw_data();  // (C)
+    void* dbeta = half ? this->Vector(io.workspace, 3) : io.outputs[2].raw_data();   // (C)
+    const void* dy = io.inputs[4].raw_data();                                        // (N, C, ...)
     if (relu_) {
-      auto* masked = reinterpret_cast<float*>(static_cast<char*>(io.workspace) + MaskedOffset());
-      CUDA_RETURN_IF_ERROR(cuda::LaunchApplyMask(
-          io.inputs[4].data<float>(), io.inputs[5].data<uint8_t>(), elements_, masked, stream));
+      auto* masked = reinterpret_cast<T*>(static_cast<char*>(io.workspace) + MaskedOffset());
+      CUDA_RETURN_IF_ERROR(cuda::LaunchApplyMask(static_cast<const T*>(dy),
+                                                 io.inputs[5].data<uint8_t>(), this->elements_,
+                                                 masked, stream));
       dy = masked;
     }
     CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationBackward(
-        handle, kTrainingMode, &kOne, &kZero, &kOne, &kZero, x_.get(), io.inputs[0].raw_data(),
-        x_.get(), dy, x_.get(), io.outputs[0].raw_data(), channel_.get(), io.inputs[1].raw_data(),
-        io.outputs[1].raw_data(), io.outputs[2].raw_data(),  // dgamma, dbeta (C)
-        epsilon_, io.inputs[2].raw_data(), inv_std));        // saved mean (C)
+        handle, kTrainingMode, &kOne, &kZero, &kOne, &kZero, this->x_.get(),
+        io.inputs[0].raw_data(), this->x_.get(), dy, this->x_.get(), io.outputs[0].raw_data(),
+        this->channel_.get(), gamma, dgamma, dbeta,          // (C)
+        this->epsilon_, io.inputs[2].raw_data(), inv_std));  // saved mean (C)
+    if (half) {
+      for (int i : {1, 2}) {
+        CUDA_RETURN_IF_ERROR(cuda::LaunchCast(this->Vector(io.workspace, i + 1),
+                                              static_cast<T*>(io.outputs[i].raw_data()),
+                                              this->channels_, stream));
+      }
+    }
     return absl::OkStatus();
   }
 
  private:
   BatchNormGradKernel() = default;
-  size_t MaskedOffset() const { return (channels_ * sizeof(float) + 255) / 256 * 256; }
+  size_t MaskedOffset() const {
+    return (this->half_params_ ? 4 : 1) * Aligned(this->channels_, sizeof(float));
+  }
   bool relu_ = false;
 };
 
 // (x, gamma, beta, mean, var) -> y with the given statistics.
-class BatchNormInferenceKernel : public NormKernel {
+template <typename T>
+class BatchNormInferenceKernel : public NormKernel<T> {
  public:
   static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node) {
     auto kernel = std::unique_ptr<BatchNormInferenceKernel>(new BatchNormInferenceKernel());
@@ -140,12 +199,21 @@ class BatchNormInferenceKernel : public NormKernel {
     return kernel;
   }
 
+  // float32 gamma and beta where they are 16-bit.
+  size_t WorkspaceBytes() const override {
+    return this->half_params_ ? 3 * Aligned(this->channels_, sizeof(float)) : 0;
+  }
+
   absl::Status Run(const KernelIO& io) override {
-    LS_ASSIGN_OR_RETURN(cudnnHandle_t handle, cuda::CudnnHandle(StreamOf(io)));
+    const cudaStream_t stream = StreamOf(io);
+    LS_ASSIGN_OR_RETURN(cudnnHandle_t handle, cuda::CudnnHandle(stream));
+    LS_ASSIGN_OR_RETURN(const float* gamma,
+                        this->FloatParam(io.inputs[1], io.workspace, 1, stream));
+    LS_ASSIGN_OR_RETURN(const float* beta, this->FloatParam(io.inputs[2], io.workspace, 2, stream));
     CUDNN_RETURN_IF_ERROR(cudnnBatchNormalizationForwardInference(
-        handle, kInferenceMode, &kOne, &kZero, x_.get(), io.inputs[0].raw_data(), x_.get(),
-        io.outputs[0].raw_data(), channel_.get(), io.inputs[1].raw_data(), io.inputs[2].raw_data(),
-        io.inputs[3].raw_data(), io.inputs[4].raw_data(), epsilon_));
+        handle, kInferenceMode, &kOne, &kZero, this->x_.get(), io.inputs[0].raw_data(),
+        this->x_.get(), io.outputs[0].raw_data(), this->channel_.get(), gamma, beta,
+        io.inputs[3].raw_data(), io.inputs[4].raw_data(), this->epsilon_));
     return absl::OkStatus();
   }
 
@@ -153,31 +221,41 @@ class BatchNormInferenceKernel : public NormKernel {
   BatchNormInferenceKernel() = default;
 };
 
-REGISTER_KERNEL({.op = "BatchNorm",
-                 .device = DeviceType::kCUDA,
-                 .create = [](const Node& node, const KernelContext&) {
-                   return BatchNormKernel::Create(node, false);
-                 }});
-REGISTER_KERNEL({.op = "BatchNormRelu",
-                 .device = DeviceType::kCUDA,
-                 .create = [](const Node& node, const KernelContext&) {
-                   return BatchNormKernel::Create(node, true);
-                 }});
-REGISTER_KERNEL({.op = "BatchNormGrad",
-                 .device = DeviceType::kCUDA,
-                 .create = [](const Node& node, const KernelContext&) {
-                   return BatchNormGradKernel::Create(node, false);
-                 }});
-REGISTER_KERNEL({.op = "BatchNormReluGrad",
-                 .device = DeviceType::kCUDA,
-                 .create = [](const Node& node, const KernelContext&) {
-                   return BatchNormGradKernel::Create(node, true);
-                 }});
-REGISTER_KERNEL({.op = "BatchNormInference",
-                 .device = DeviceType::kCUDA,
-                 .create = [](const Node& node, const KernelContext&) {
-                   return BatchNormInferenceKernel::Create(node);
-                 }});
+// Kernel<T> for op's nodes of each float dtype, NHWC where eligible.
+template <template <typename> class K, typename... Args>
+void RegisterNorm(const char* op, Args... args) {
+  auto factory = [args...]<typename T>() -> KernelFactory {
+    return [args...](const Node& node,
+                     const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+      return K<T>::Create(node, args...);
+    };
+  };
+  KernelRegistry& registry = KernelRegistry::Global();
+  registry.Register({.op = op,
+                     .device = DeviceType::kCUDA,
+                     .dtype = DType::kF32,
+                     .create = factory.template operator()<float>(),
+                     .layouts = cuda::NhwcWhereEligible});
+  registry.Register({.op = op,
+                     .device = DeviceType::kCUDA,
+                     .dtype = DType::kBF16,
+                     .create = factory.template operator()<__nv_bfloat16>(),
+                     .layouts = cuda::NhwcWhereEligible});
+  registry.Register({.op = op,
+                     .device = DeviceType::kCUDA,
+                     .dtype = DType::kF16,
+                     .create = factory.template operator()<__half>(),
+                     .layouts = cuda::NhwcWhereEligible});
+}
+
+[[maybe_unused]] const bool kRegistered = [] {
+  RegisterNorm<BatchNormKernel>("BatchNorm", false);
+  RegisterNorm<BatchNormKernel>("BatchNormRelu", true);
+  RegisterNorm<BatchNormGradKernel>("BatchNormGrad", false);
+  RegisterNorm<BatchNormGradKernel>("BatchNormReluGrad", true);
+  RegisterNorm<BatchNormInferenceKernel>("BatchNormInference");
+  return true;
+}();
 
 }  // namespace
 }  // namespace lockstep

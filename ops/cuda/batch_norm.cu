@@ -1,6 +1,7 @@
 #include "ops/batch_norm_math.h"
 #include "ops/cuda/batch_norm_kernels.h"
 #include "ops/cuda/device_util.cuh"
+#include "ops/cuda/element_type.cuh"
 
 namespace lockstep::cuda {
 namespace {
@@ -23,20 +24,27 @@ struct InvStdFromVarianceFn {
   }
 };
 
+// Element i of the mask belongs to element i of y in whatever layout y is stored: the mask is
+// the kernels' own, read only by the gradient with dy stored alike.
+template <typename T>
 struct ReluWithMaskFn {
-  float* y;       // (N, C, ...) in place
+  T* y;           // (N, C, ...) in place
   uint8_t* mask;  // (N * C * ...)
   __device__ void operator()(int64_t i) const {
-    mask[i] = math::ReluMask(y[i]);
-    y[i] = math::Masked(y[i], mask[i]);
+    const float value = ToF32(y[i]);
+    mask[i] = math::ReluMask(value);
+    y[i] = FromF32<T>(math::Masked(value, mask[i]));
   }
 };
 
+template <typename T>
 struct ApplyMaskFn {
-  const float* dy;      // (N, C, ...)
+  const T* dy;          // (N, C, ...)
   const uint8_t* mask;  // (N * C * ...)
-  float* masked;        // (N, C, ...)
-  __device__ void operator()(int64_t i) const { masked[i] = math::Masked(dy[i], mask[i]); }
+  T* masked;            // (N, C, ...)
+  __device__ void operator()(int64_t i) const {
+    masked[i] = FromF32<T>(math::Masked(ToF32(dy[i]), mask[i]));
+  }
 };
 
 }  // namespace
@@ -51,13 +59,21 @@ cudaError_t LaunchInvStdFromVariance(const float* var, float epsilon, int64_t ch
   return ForEachIndex(channels, stream, InvStdFromVarianceFn{var, epsilon, inv_std});
 }
 
-cudaError_t LaunchReluWithMask(float* y, uint8_t* mask, int64_t n, cudaStream_t stream) {
-  return ForEachIndex(n, stream, ReluWithMaskFn{y, mask});
+template <typename T>
+cudaError_t LaunchReluWithMask(T* y, uint8_t* mask, int64_t n, cudaStream_t stream) {
+  return ForEachIndex(n, stream, ReluWithMaskFn<T>{y, mask});
 }
 
-cudaError_t LaunchApplyMask(const float* dy, const uint8_t* mask, int64_t n, float* masked,
+template <typename T>
+cudaError_t LaunchApplyMask(const T* dy, const uint8_t* mask, int64_t n, T* masked,
                             cudaStream_t stream) {
-  return ForEachIndex(n, stream, ApplyMaskFn{dy, mask, masked});
+  return ForEachIndex(n, stream, ApplyMaskFn<T>{dy, mask, masked});
 }
+
+#define LS_INSTANTIATE_MASK(T)                                                  \
+  template cudaError_t LaunchReluWithMask(T*, uint8_t*, int64_t, cudaStream_t); \
+  template cudaError_t LaunchApplyMask(const T*, const uint8_t*, int64_t, T*, cudaStream_t)
+LS_FOR_EACH_FLOAT_ELEMENT(LS_INSTANTIATE_MASK);
+#undef LS_INSTANTIATE_MASK
 
 }  // namespace lockstep::cuda

@@ -14,10 +14,13 @@ cudaError_t LaunchVarianceFromInvStd(const float* inv_std, float epsilon, int64_
                                      float* var, cudaStream_t stream);
 cudaError_t LaunchInvStdFromVariance(const float* var, float epsilon, int64_t channels,
                                      float* inv_std, cudaStream_t stream);
-// The fused ReLU in place, with one mask byte per element (ops/batch_norm_math.h).
-cudaError_t LaunchReluWithMask(float* y, uint8_t* mask, int64_t n, cudaStream_t stream);
+// The fused ReLU in place, with one mask byte per element (ops/batch_norm_math.h). T is float,
+// __half or __nv_bfloat16.
+template <typename T>
+cudaError_t LaunchReluWithMask(T* y, uint8_t* mask, int64_t n, cudaStream_t stream);
 // masked[i] = mask[i] ? dy[i] : 0.
-cudaError_t LaunchApplyMask(const float* dy, const uint8_t* mask, int64_t n, float* masked,
+template <typename T>
+cudaError_t LaunchApplyMask(const T* dy, const uint8_t* mask, int64_t n, T* masked,
                             cudaStream_t stream);
 
 }  // namespace lockstep::cuda

@@ -2,14 +2,19 @@
 // once, when the kernel is built: the fastest deterministic algorithm cuDNN's heuristics offer
 // within kMaxWorkspace (deterministic, so runs and resumes repeat bit for bit, as on the CPU).
 // Its workspace comes from the executor's planned workspace, never from an allocation in a step.
+// bf16 and f16 convolutions read NHWC activations and KRSC weights and accumulate in float32 on
+// tensor cores (CUDNN_TENSOR_OP_MATH), as PyTorch's channels-last autocast does; float32 stays
+// NCHW with TF32 where allowed.
 
 #include <algorithm>
 #include <array>
 #include <string>
 
 #include "graph/kernel.h"
+#include "ops/cuda/cuda_layouts.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/cudnn_desc.h"
+#include "ops/cuda/element_types.h"
 
 namespace lockstep {
 namespace {
@@ -23,22 +28,50 @@ constexpr int kMaxAlgorithms = 16;
 
 enum class Direction { kForward, kBackwardData, kBackwardFilter };
 
-// The shapes of the forward convolution's x (N, C, H, W), w (O, C / groups, KH, KW) and
-// y (N, O, OH, OW), whichever of them the node reads and which it writes.
-struct ConvShapes {
-  Shape x, w, y;
+// The forward convolution's x (N, C, H, W), w (O, C / groups, KH, KW) and y (N, O, OH, OW),
+// whichever of them the node reads and which it writes.
+struct ConvValues {
+  const Value *x, *w, *y;
 };
 
-ConvShapes ShapesOf(const Node& node, Direction direction) {
+ConvValues ValuesOf(const Node& node, Direction direction) {
   switch (direction) {
     case Direction::kForward:  // (x, w) -> y
-      return {node.inputs[0]->shape(), node.inputs[1]->shape(), node.output()->shape()};
+      return {node.inputs[0], node.inputs[1], node.output()};
     case Direction::kBackwardData:  // (dy, w) -> dx
-      return {node.output()->shape(), node.inputs[1]->shape(), node.inputs[0]->shape()};
+      return {node.output(), node.inputs[1], node.inputs[0]};
     case Direction::kBackwardFilter:  // (x, dy) -> dw
-      return {node.inputs[0]->shape(), node.output()->shape(), node.inputs[1]->shape()};
+      return {node.inputs[0], node.output(), node.inputs[1]};
   }
   return {};
+}
+
+bool IsNhwc(const Value& value) { return value.layout == cuda::NhwcLayout(); }
+
+// 16-bit weights in KRSC where the job shares NHWC for values every rank holds alike (at O3 the
+// weights are parameters), else plain.
+Layout WeightLayout(const Value& w, const SharedLayouts& shared) {
+  if (!cuda::NhwcEligible(w.shape(), w.dtype())) return Layout::kPlain;
+  return shared.Pick({cuda::NhwcLayout()});
+}
+
+// 16-bit activations NHWC and weights KRSC, the layouts cuDNN's tensor-core kernels read without
+// transposing; float32 plain. The weights are input kWeightsInput, or the output when it is
+// kWeightsOut (the filter gradient).
+constexpr int kWeightsOut = -1;
+template <int kWeightsInput>
+LayoutChoice ConvLayouts(const Node& node, const std::vector<Layout>&,
+                         const SharedLayouts& shared) {
+  LayoutChoice choice;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const Value& input = *node.inputs[i];
+    choice.inputs.push_back(static_cast<int>(i) == kWeightsInput ? WeightLayout(input, shared)
+                                                                 : cuda::NhwcIfEligible(input));
+  }
+  const Value& output = *node.output();
+  choice.outputs.push_back(kWeightsInput == kWeightsOut ? WeightLayout(output, shared)
+                                                        : cuda::NhwcIfEligible(output));
+  return choice;
 }
 
 // The first (fastest by cuDNN's heuristics) deterministic algorithm within the workspace cap.
@@ -88,19 +121,24 @@ class ConvKernel : public Kernel {
   // output, then the algorithm.
   absl::Status Build(const Node& node, bool allow_tf32) {
     const DType dtype = node.output()->dtype();
-    const ConvShapes shapes = ShapesOf(node, direction_);
-    LS_ASSIGN_OR_RETURN(x_, TensorDesc::Nchw(shapes.x, dtype));  // (N, C, H, W)
-    LS_ASSIGN_OR_RETURN(y_, TensorDesc::Nchw(shapes.y, dtype));  // (N, O, OH, OW)
-    LS_ASSIGN_OR_RETURN(cuda::FilterDescFields filter, cuda::FilterFields(shapes.w, dtype));
+    const ConvValues values = ValuesOf(node, direction_);
+    const Shape& x_shape = values.x->shape();  // (N, C, H, W)
+    const Shape& y_shape = values.y->shape();  // (N, O, OH, OW)
+    LS_ASSIGN_OR_RETURN(auto x, cuda::ActivationFields(x_shape, dtype, IsNhwc(*values.x)));
+    LS_ASSIGN_OR_RETURN(x_, TensorDesc::Create(x));
+    LS_ASSIGN_OR_RETURN(auto y, cuda::ActivationFields(y_shape, dtype, IsNhwc(*values.y)));
+    LS_ASSIGN_OR_RETURN(y_, TensorDesc::Create(y));
+    LS_ASSIGN_OR_RETURN(cuda::FilterDescFields filter,
+                        cuda::FilterFields(values.w->shape(), dtype, IsNhwc(*values.w)));
     LS_ASSIGN_OR_RETURN(w_, FilterDesc::Create(filter));  // (O, C / groups, KH, KW)
     LS_ASSIGN_OR_RETURN(cuda::ConvDescFields conv, cuda::ConvFields(node.attrs, dtype));
-    if (!allow_tf32) conv.math = CUDNN_FMA_MATH;
+    if (!allow_tf32 && conv.math == CUDNN_DEFAULT_MATH) conv.math = CUDNN_FMA_MATH;
     LS_ASSIGN_OR_RETURN(conv_, ConvDesc::Create(conv));
     LS_ASSIGN_OR_RETURN(auto dims, cuda::ConvForwardOutputDims(conv_, x_, w_));
-    const Shape y(dims.begin(), dims.end());  // (N, O, OH, OW)
-    if (y != shapes.y) {
-      return absl::InternalError(absl::StrCat("cuDNN computes y ", ShapeToString(y), ", the graph ",
-                                              ShapeToString(shapes.y)));
+    const Shape computed(dims.begin(), dims.end());  // (N, O, OH, OW)
+    if (computed != y_shape) {
+      return absl::InternalError(absl::StrCat("cuDNN computes y ", ShapeToString(computed),
+                                              ", the graph ", ShapeToString(y_shape)));
     }
     LS_ASSIGN_OR_RETURN(cudnnHandle_t handle, cuda::CudnnHandle(nullptr));
     switch (direction_) {
@@ -204,15 +242,28 @@ KernelFactory ConvFactory(Direction direction) {
   };
 }
 
-REGISTER_KERNEL({.op = "Conv2D",
-                 .device = DeviceType::kCUDA,
-                 .create = ConvFactory(Direction::kForward)});
-REGISTER_KERNEL({.op = "Conv2DBackpropInput",
-                 .device = DeviceType::kCUDA,
-                 .create = ConvFactory(Direction::kBackwardData)});
-REGISTER_KERNEL({.op = "Conv2DBackpropFilter",
-                 .device = DeviceType::kCUDA,
-                 .create = ConvFactory(Direction::kBackwardFilter)});
+// Each op for float32 and the 16-bit types: one kernel, the dtype picks the descriptors.
+[[maybe_unused]] const bool kRegistered = [] {
+  for (DType dtype : cuda::kFloatDTypes) {
+    KernelRegistry& registry = KernelRegistry::Global();
+    registry.Register({.op = "Conv2D",
+                       .device = DeviceType::kCUDA,
+                       .dtype = dtype,
+                       .create = ConvFactory(Direction::kForward),
+                       .layouts = ConvLayouts<1>});
+    registry.Register({.op = "Conv2DBackpropInput",
+                       .device = DeviceType::kCUDA,
+                       .dtype = dtype,
+                       .create = ConvFactory(Direction::kBackwardData),
+                       .layouts = ConvLayouts<1>});
+    registry.Register({.op = "Conv2DBackpropFilter",
+                       .device = DeviceType::kCUDA,
+                       .dtype = dtype,
+                       .create = ConvFactory(Direction::kBackwardFilter),
+                       .layouts = ConvLayouts<kWeightsOut>});
+  }
+  return true;
+}();
 
 }  // namespace
 }  // namespace lockstep

@@ -1,6 +1,7 @@
 // The CUDA backend: memory from the caching allocator, one non-blocking compute stream per
-// device, copies and fills queued on it, event timers. Kernels want plain (NCHW) layouts, so it
-// offers no other layout and needs no reorder op.
+// device, copies and fills queued on it, event timers. Besides plain it has the NHWC layout of
+// 16-bit activations and convolution weights (cuda_layouts.h), reordered by the "Reorder" op
+// between kernels and on the host for the executor's plain copies.
 
 #include <map>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/backend.h"
 #include "ops/cuda/cuda_allocator.h"
+#include "ops/cuda/cuda_layouts.h"
 #include "ops/cuda/cuda_status.h"
 
 namespace lockstep::cuda {
@@ -96,6 +98,38 @@ class CudaBackend : public Backend {
   std::unique_ptr<DeviceTimer> CreateTimer(int index) override {
     return std::make_unique<EventTimer>(index, Stream(index));
   }
+
+  // Reads and writes of values kept in NHWC (the executor's plain copies, checkpoints): through
+  // host memory, where the permutation runs, since one side is the host anyway.
+  absl::Status Reorder(const Tensor& from, Layout from_layout, const Tensor& to,
+                       Layout to_layout) override {
+    if (from_layout == to_layout) return Backend::Reorder(from, from_layout, to, to_layout);
+    const Layout nhwc = NhwcLayout();
+    const bool to_nhwc = from_layout == Layout::kPlain && to_layout == nhwc;
+    if (!to_nhwc && !(from_layout == nhwc && to_layout == Layout::kPlain)) {
+      return Backend::Reorder(from, from_layout, to, to_layout);
+    }
+    if (from.shape() != to.shape() || from.dtype() != to.dtype() || from.shape().size() != 4) {
+      return absl::InvalidArgumentError(absl::StrCat("reorder of ", ShapeToString(from.shape()),
+                                                     " into ", ShapeToString(to.shape())));
+    }
+    LS_ASSIGN_OR_RETURN(Tensor staged, Tensor::Allocate(from.shape(), from.dtype(), Device::CPU(),
+                                                        /*zeroed=*/false));
+    LS_ASSIGN_OR_RETURN(Tensor permuted, Tensor::Allocate(from.shape(), from.dtype(), Device::CPU(),
+                                                          /*zeroed=*/false));
+    LS_RETURN_IF_ERROR(
+        Copy(staged.raw_data(), Device::CPU(), from.raw_data(), from.device(), from.nbytes()));
+    const size_t bytes = SizeOf(from.dtype());
+    if (to_nhwc) {
+      PermuteToNhwc(staged.raw_data(), permuted.raw_data(), from.shape(), bytes);
+    } else {
+      PermuteFromNhwc(staged.raw_data(), permuted.raw_data(), from.shape(), bytes);
+    }
+    return Copy(to.raw_data(), to.device(), permuted.raw_data(), Device::CPU(), to.nbytes());
+  }
+
+  std::string reorder_op() const override { return "Reorder"; }
+  std::vector<Layout> SharedLayoutOffer() const override { return {NhwcLayout()}; }
 
  private:
   absl::StatusOr<cudaStream_t> Stream(int device) {

@@ -42,6 +42,21 @@ absl::StatusOr<TensorDescFields> NchwFields(const Shape& shape, DType dtype) {
   return fields;
 }
 
+absl::StatusOr<TensorDescFields> NhwcFields(const Shape& shape, DType dtype) {
+  if (shape.size() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an NHWC cuDNN tensor must be 4-D, got ", ShapeToString(shape)));
+  }
+  LS_ASSIGN_OR_RETURN(TensorDescFields fields, NchwFields(shape, dtype));
+  const int c = fields.dims[1], h = fields.dims[2], w = fields.dims[3];
+  fields.strides = {h * w * c, 1, w * c, c};
+  return fields;
+}
+
+absl::StatusOr<TensorDescFields> ActivationFields(const Shape& shape, DType dtype, bool nhwc) {
+  return nhwc ? NhwcFields(shape, dtype) : NchwFields(shape, dtype);
+}
+
 absl::StatusOr<TensorDesc> TensorDesc::Create(const TensorDescFields& fields) {
   cudnnTensorDescriptor_t raw = nullptr;
   CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&raw));
@@ -81,6 +96,7 @@ absl::StatusOr<ConvDescFields> ConvFields(const Attrs& attrs, DType dtype) {
     return absl::InvalidArgumentError(absl::StrCat("groups must be >= 1, got ", fields.groups));
   }
   LS_ASSIGN_OR_RETURN(fields.compute, ConvComputeType(dtype));
+  if (dtype == DType::kF16 || dtype == DType::kBF16) fields.math = CUDNN_TENSOR_OP_MATH;
   return fields;
 }
 
@@ -90,13 +106,14 @@ absl::StatusOr<cudnnDataType_t> ConvComputeType(DType dtype) {
   return type;
 }
 
-absl::StatusOr<FilterDescFields> FilterFields(const Shape& shape, DType dtype) {
+absl::StatusOr<FilterDescFields> FilterFields(const Shape& shape, DType dtype, bool nhwc) {
   if (shape.size() != 4) {
     return absl::InvalidArgumentError(
         absl::StrCat("a filter must be (O, C / groups, KH, KW), got ", ShapeToString(shape)));
   }
   FilterDescFields fields;
   LS_ASSIGN_OR_RETURN(fields.dtype, CudnnDataType(dtype));
+  if (nhwc) fields.format = CUDNN_TENSOR_NHWC;
   for (int i = 0; i < 4; ++i) fields.dims[i] = static_cast<int>(shape[i]);
   return fields;
 }
@@ -106,9 +123,8 @@ absl::StatusOr<FilterDesc> FilterDesc::Create(const FilterDescFields& fields) {
   CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&raw));
   FilterDesc desc;
   desc.desc_.reset(raw);
-  CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(raw, fields.dtype, CUDNN_TENSOR_NCHW,
-                                                   fields.dims[0], fields.dims[1], fields.dims[2],
-                                                   fields.dims[3]));
+  CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(raw, fields.dtype, fields.format, fields.dims[0],
+                                                   fields.dims[1], fields.dims[2], fields.dims[3]));
   return desc;
 }
 

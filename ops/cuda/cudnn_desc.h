@@ -27,6 +27,11 @@ absl::StatusOr<cudnnDataType_t> CudnnDataType(DType dtype);
 // Plain NCHW: (N, C, H, W) as is, (N, C) as (N, C, 1, 1), (C) as (1, C, 1, 1) (per-channel
 // vectors of batch norm).
 absl::StatusOr<TensorDescFields> NchwFields(const Shape& shape, DType dtype);
+// A 4-D (N, C, H, W) value stored NHWC (ops/cuda/cuda_layouts.h): the same dims, channels
+// innermost.
+absl::StatusOr<TensorDescFields> NhwcFields(const Shape& shape, DType dtype);
+// NhwcFields where `nhwc`, else NchwFields.
+absl::StatusOr<TensorDescFields> ActivationFields(const Shape& shape, DType dtype, bool nhwc);
 
 class TensorDesc {
  public:
@@ -43,7 +48,8 @@ class TensorDesc {
 
 // A convolution: symmetric padding, stride and dilation per spatial dimension, groups, the
 // accumulation type and the math cuDNN may use (the default allows TF32 tensor cores for float32,
-// as PyTorch does). The kernel later sets the math type its chosen algorithm reports.
+// as PyTorch does; 16-bit convolutions ask for tensor cores). The kernel later sets the math type
+// its chosen algorithm reports.
 struct ConvDescFields {
   std::array<int, 2> padding = {0, 0};
   std::array<int, 2> stride = {1, 1};
@@ -59,13 +65,15 @@ absl::StatusOr<ConvDescFields> ConvFields(const Attrs& attrs, DType dtype);
 // choice; half accumulation loses precision and most algorithms reject it), else the dtype.
 absl::StatusOr<cudnnDataType_t> ConvComputeType(DType dtype);
 
-// A filter (O, C / groups, KH, KW), plain NCHW.
+// A filter (O, C / groups, KH, KW): stored so (NCHW) or as (O, KH, KW, C / groups) (NHWC,
+// cuDNN's KRSC, what its tensor-core kernels read).
 struct FilterDescFields {
   cudnnDataType_t dtype = CUDNN_DATA_FLOAT;
+  cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW;
   std::array<int, 4> dims = {1, 1, 1, 1};
   bool operator==(const FilterDescFields&) const = default;
 };
-absl::StatusOr<FilterDescFields> FilterFields(const Shape& shape, DType dtype);
+absl::StatusOr<FilterDescFields> FilterFields(const Shape& shape, DType dtype, bool nhwc = false);
 
 class FilterDesc {
  public:

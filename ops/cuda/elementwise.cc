@@ -1,85 +1,96 @@
 // CUDA kernels of the element-wise ops: the Kernel classes, whose Run queues a launcher of
-// ops/cuda/elementwise.cu on the device's compute stream.
+// ops/cuda/elementwise.cu on the device's compute stream. Each is a template on the element
+// type (float, __half, __nv_bfloat16), registered for f32, bf16 and f16. The element-wise ops
+// keep their first input's layout (NHWC activations stay NHWC); BiasAdd and its gradient, which
+// index channels, and Cast, whose output dtype may not have the input's layout, want plain.
 
 #include <cstdint>
 
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_util.h"
+#include "ops/cuda/element_types.h"
 #include "ops/cuda/elementwise_kernels.h"
 #include "ops/kernel_shapes.h"
 
 namespace lockstep {
 namespace {
 
+using cuda::DataAs;
 using cuda::StreamOf;
 
+template <typename T>
 class AddKernel : public Kernel {
  public:
   explicit AddKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAdd(io.inputs[0].data<float>(),   // any shape
-                                         io.inputs[1].data<float>(),   // same shape
-                                         io.outputs[0].data<float>(),  // same shape
+    CUDA_RETURN_IF_ERROR(cuda::LaunchAdd(DataAs<const T>(io.inputs[0]),  // any shape
+                                         DataAs<const T>(io.inputs[1]),  // same shape
+                                         DataAs<T>(io.outputs[0]),       // same shape
                                          io.outputs[0].numel(), StreamOf(io)));
     return absl::OkStatus();
   }
 };
 
+template <typename T>
 class AddReluKernel : public Kernel {
  public:
   explicit AddReluKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAddRelu(io.inputs[0].data<float>(),   // any shape
-                                             io.inputs[1].data<float>(),   // same shape
-                                             io.outputs[0].data<float>(),  // same shape
+    CUDA_RETURN_IF_ERROR(cuda::LaunchAddRelu(DataAs<const T>(io.inputs[0]),  // any shape
+                                             DataAs<const T>(io.inputs[1]),  // same shape
+                                             DataAs<T>(io.outputs[0]),       // same shape
                                              io.outputs[0].numel(), StreamOf(io)));
     return absl::OkStatus();
   }
 };
 
+template <typename T>
 class ReluKernel : public Kernel {
  public:
   explicit ReluKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchRelu(io.inputs[0].data<float>(),   // any shape
-                                          io.outputs[0].data<float>(),  // same shape
+    CUDA_RETURN_IF_ERROR(cuda::LaunchRelu(DataAs<const T>(io.inputs[0]),  // any shape
+                                          DataAs<T>(io.outputs[0]),       // same shape
                                           io.outputs[0].numel(), StreamOf(io)));
     return absl::OkStatus();
   }
 };
 
+template <typename T>
 class ReluGradKernel : public Kernel {
  public:
   explicit ReluGradKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchReluGrad(io.inputs[0].data<float>(),   // x, any shape
-                                              io.inputs[1].data<float>(),   // dy, same shape
-                                              io.outputs[0].data<float>(),  // dx, same shape
+    CUDA_RETURN_IF_ERROR(cuda::LaunchReluGrad(DataAs<const T>(io.inputs[0]),  // x, any shape
+                                              DataAs<const T>(io.inputs[1]),  // dy, same shape
+                                              DataAs<T>(io.outputs[0]),       // dx, same shape
                                               io.outputs[0].numel(), StreamOf(io)));
     return absl::OkStatus();
   }
 };
 
+template <typename T>
 class AddReluGradKernel : public Kernel {
  public:
   explicit AddReluGradKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAddReluGrad(io.inputs[0].data<float>(),   // x, any shape
-                                                 io.inputs[1].data<float>(),   // dy1, same shape
-                                                 io.inputs[2].data<float>(),   // dy2, same shape
-                                                 io.outputs[0].data<float>(),  // dx, same shape
+    CUDA_RETURN_IF_ERROR(cuda::LaunchAddReluGrad(DataAs<const T>(io.inputs[0]),  // x, any shape
+                                                 DataAs<const T>(io.inputs[1]),  // dy1, same shape
+                                                 DataAs<const T>(io.inputs[2]),  // dy2, same shape
+                                                 DataAs<T>(io.outputs[0]),       // dx, same shape
                                                  io.outputs[0].numel(), StreamOf(io)));
     return absl::OkStatus();
   }
 };
 
+template <typename T>
 class ScaleKernel : public Kernel {
  public:
   explicit ScaleKernel(const Node& node)
       : scale_(static_cast<float>(node.attrs.GetFloat("scale"))) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchScale(io.inputs[0].data<float>(), scale_,  // any shape
-                                           io.outputs[0].data<float>(),         // same shape
+    CUDA_RETURN_IF_ERROR(cuda::LaunchScale(DataAs<const T>(io.inputs[0]), scale_,  // any shape
+                                           DataAs<T>(io.outputs[0]),               // same shape
                                            io.outputs[0].numel(), StreamOf(io)));
     return absl::OkStatus();
   }
@@ -88,12 +99,13 @@ class ScaleKernel : public Kernel {
   float scale_;
 };
 
+template <typename T>
 class FillKernel : public Kernel {
  public:
   explicit FillKernel(const Node& node)
       : value_(static_cast<float>(node.attrs.GetFloat("value"))) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchFill(io.outputs[0].data<float>(), value_,  // attr shape
+    CUDA_RETURN_IF_ERROR(cuda::LaunchFill(DataAs<T>(io.outputs[0]), value_,  // attr shape
                                           io.outputs[0].numel(), StreamOf(io)));
     return absl::OkStatus();
   }
@@ -107,17 +119,21 @@ class CastKernel : public Kernel {
  public:
   explicit CastKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    const From* x = static_cast<const From*>(io.inputs[0].raw_data());  // any shape
-    const Tensor& y = io.outputs[0];                                    // same shape
+    const From* x = DataAs<const From>(io.inputs[0]);  // any shape
+    const Tensor& y = io.outputs[0];                   // same shape
     switch (y.dtype()) {
       case DType::kF32:
-        return Convert(x, y.data<float>(), y.numel(), StreamOf(io));
+        return Convert(x, DataAs<float>(y), y.numel(), StreamOf(io));
       case DType::kF64:
-        return Convert(x, y.data<double>(), y.numel(), StreamOf(io));
+        return Convert(x, DataAs<double>(y), y.numel(), StreamOf(io));
       case DType::kI32:
-        return Convert(x, y.data<int32_t>(), y.numel(), StreamOf(io));
+        return Convert(x, DataAs<int32_t>(y), y.numel(), StreamOf(io));
       case DType::kI64:
-        return Convert(x, y.data<int64_t>(), y.numel(), StreamOf(io));
+        return Convert(x, DataAs<int64_t>(y), y.numel(), StreamOf(io));
+      case DType::kBF16:
+        return Convert(x, DataAs<__nv_bfloat16>(y), y.numel(), StreamOf(io));
+      case DType::kF16:
+        return Convert(x, DataAs<__half>(y), y.numel(), StreamOf(io));
       default:
         return absl::UnimplementedError(
             absl::StrCat("Cast to ", DTypeName(y.dtype()), " is not implemented"));
@@ -132,13 +148,14 @@ class CastKernel : public Kernel {
   }
 };
 
+template <typename T>
 class BiasAddKernel : public Kernel {
  public:
   explicit BiasAddKernel(const Node& node) : g_(node.inputs[0]->shape()) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchBiasAdd(io.inputs[0].data<float>(),   // (N, C, ...)
-                                             io.inputs[1].data<float>(),   // (C)
-                                             io.outputs[0].data<float>(),  // (N, C, ...)
+    CUDA_RETURN_IF_ERROR(cuda::LaunchBiasAdd(DataAs<const T>(io.inputs[0]),  // (N, C, ...)
+                                             DataAs<const T>(io.inputs[1]),  // (C)
+                                             DataAs<T>(io.outputs[0]),       // (N, C, ...)
                                              g_.outer, g_.channels, g_.inner, StreamOf(io)));
     return absl::OkStatus();
   }
@@ -147,12 +164,13 @@ class BiasAddKernel : public Kernel {
   ChannelGeometry g_;
 };
 
+template <typename T>
 class BiasAddGradKernel : public Kernel {
  public:
   explicit BiasAddGradKernel(const Node& node) : g_(node.inputs[0]->shape()) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchBiasAddGrad(io.inputs[0].data<float>(),   // (N, C, ...)
-                                                 io.outputs[0].data<float>(),  // (C)
+    CUDA_RETURN_IF_ERROR(cuda::LaunchBiasAddGrad(DataAs<const T>(io.inputs[0]),  // (N, C, ...)
+                                                 DataAs<T>(io.outputs[0]),       // (C)
                                                  g_.outer, g_.channels, g_.inner, StreamOf(io)));
     return absl::OkStatus();
   }
@@ -163,14 +181,40 @@ class BiasAddGradKernel : public Kernel {
 
 constexpr DeviceType kCUDA = DeviceType::kCUDA;
 
-REGISTER_KERNEL({.op = "Add", .device = kCUDA, .create = MakeFactory<AddKernel>()});
-REGISTER_KERNEL({.op = "AddRelu", .device = kCUDA, .create = MakeFactory<AddReluKernel>()});
-REGISTER_KERNEL({.op = "AddReluGrad", .device = kCUDA, .create = MakeFactory<AddReluGradKernel>()});
-REGISTER_KERNEL({.op = "Relu", .device = kCUDA, .create = MakeFactory<ReluKernel>()});
-REGISTER_KERNEL({.op = "ReluGrad", .device = kCUDA, .create = MakeFactory<ReluGradKernel>()});
-REGISTER_KERNEL({.op = "Scale", .device = kCUDA, .create = MakeFactory<ScaleKernel>()});
-REGISTER_KERNEL({.op = "Fill", .device = kCUDA, .create = MakeFactory<FillKernel>()});
-REGISTER_KERNEL({.op = "Cast", .device = kCUDA, .create = MakeFactory<CastKernel<float>>()});
+// Registers Kernel<float>, <__nv_bfloat16> and <__half> for `op`'s f32, bf16 and f16 nodes.
+template <template <typename> class K>
+bool RegisterFloat(const char* op, LayoutFn layouts) {
+  KernelRegistry& registry = KernelRegistry::Global();
+  registry.Register({.op = op,
+                     .device = kCUDA,
+                     .dtype = DType::kF32,
+                     .create = MakeFactory<K<float>>(),
+                     .layouts = layouts});
+  registry.Register({.op = op,
+                     .device = kCUDA,
+                     .dtype = DType::kBF16,
+                     .create = MakeFactory<K<__nv_bfloat16>>(),
+                     .layouts = layouts});
+  return registry.Register({.op = op,
+                            .device = kCUDA,
+                            .dtype = DType::kF16,
+                            .create = MakeFactory<K<__half>>(),
+                            .layouts = layouts});
+}
+
+[[maybe_unused]] const bool kRegistered[] = {
+    RegisterFloat<AddKernel>("Add", SameLayoutAsFirstInput),
+    RegisterFloat<AddReluKernel>("AddRelu", SameLayoutAsFirstInput),
+    RegisterFloat<AddReluGradKernel>("AddReluGrad", SameLayoutAsFirstInput),
+    RegisterFloat<ReluKernel>("Relu", SameLayoutAsFirstInput),
+    RegisterFloat<ReluGradKernel>("ReluGrad", SameLayoutAsFirstInput),
+    RegisterFloat<ScaleKernel>("Scale", SameLayoutAsFirstInput),
+    RegisterFloat<FillKernel>("Fill", PlainLayouts),
+    RegisterFloat<BiasAddKernel>("BiasAdd", PlainLayouts),
+    RegisterFloat<BiasAddGradKernel>("BiasAddGrad", PlainLayouts),
+    RegisterFloat<CastKernel>("Cast", PlainLayouts),
+};
+
 REGISTER_KERNEL({.op = "Cast",
                  .device = kCUDA,
                  .dtype = DType::kF64,
@@ -183,8 +227,6 @@ REGISTER_KERNEL({.op = "Cast",
                  .device = kCUDA,
                  .dtype = DType::kI64,
                  .create = MakeFactory<CastKernel<int64_t>>()});
-REGISTER_KERNEL({.op = "BiasAdd", .device = kCUDA, .create = MakeFactory<BiasAddKernel>()});
-REGISTER_KERNEL({.op = "BiasAddGrad", .device = kCUDA, .create = MakeFactory<BiasAddGradKernel>()});
 
 }  // namespace
 }  // namespace lockstep

@@ -1,7 +1,8 @@
 // MatMul on cuBLASLt: descriptors and the algorithm are chosen once, when the kernel is built;
 // Run is one cublasLtMatmul on the compute stream. f32 inputs use TF32 tensor cores
 // (CUBLAS_COMPUTE_32F_FAST_TF32), as PyTorch does with allow_tf32 for matmuls, unless
-// cuda::AllowTf32 says no.
+// cuda::AllowTf32 says no; bf16 and f16 inputs run on tensor cores accumulating in float32
+// (CUBLAS_COMPUTE_32F).
 
 #include <memory>
 #include <type_traits>
@@ -35,6 +36,22 @@ MatMulLtFields RowMajorMatMulFields(const Shape& a, const Shape& b, bool transpo
           .d = ColumnMajorView({m, n})};
 }
 
+absl::StatusOr<LtTypeFields> MatMulLtTypes(DType dtype, bool allow_tf32) {
+  switch (dtype) {
+    case DType::kF32:
+      return LtTypeFields{
+          .data = CUDA_R_32F,
+          .compute = allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
+    case DType::kBF16:
+      return LtTypeFields{.data = CUDA_R_16BF};
+    case DType::kF16:
+      return LtTypeFields{.data = CUDA_R_16F};
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("cuBLASLt MatMul of dtype ", DTypeName(dtype), " is not implemented"));
+  }
+}
+
 }  // namespace cuda
 
 namespace {
@@ -54,18 +71,17 @@ using Preference = LtOwner<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceD
 // kernel asks the arena only for what the chosen algorithm needs.
 constexpr size_t kMaxWorkspaceBytes = size_t{32} << 20;
 
-absl::StatusOr<MatrixLayout> MakeLayout(const cuda::LtLayoutFields& fields) {
+absl::StatusOr<MatrixLayout> MakeLayout(const cuda::LtLayoutFields& fields, cudaDataType_t type) {
   cublasLtMatrixLayout_t layout = nullptr;
   CUBLAS_RETURN_IF_ERROR(
-      cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, fields.rows, fields.cols, fields.ld));
+      cublasLtMatrixLayoutCreate(&layout, type, fields.rows, fields.cols, fields.ld));
   return MatrixLayout(layout);
 }
 
-absl::StatusOr<MatmulDesc> MakeMatmulDesc(const cuda::MatMulLtFields& fields, bool allow_tf32) {
+absl::StatusOr<MatmulDesc> MakeMatmulDesc(const cuda::MatMulLtFields& fields,
+                                          const cuda::LtTypeFields& types) {
   cublasLtMatmulDesc_t desc = nullptr;
-  const cublasComputeType_t compute =
-      allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F));
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&desc, types.compute, types.scale));
   MatmulDesc owned(desc);
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA,
                                                         &fields.trans_a, sizeof(fields.trans_a)));
@@ -95,12 +111,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> MatMulKernel::Create(const Node& node,
   const cuda::MatMulLtFields fields = cuda::RowMajorMatMulFields(
       node.inputs[0]->shape(), node.inputs[1]->shape(), node.attrs.GetBool("transpose_a"),
       node.attrs.GetBool("transpose_b"));
+  const absl::StatusOr<cuda::LtTypeFields> types =
+      cuda::MatMulLtTypes(node.output()->dtype(), cuda::AllowTf32(ctx));
+  if (!types.ok()) return Annotate(types.status(), node.Describe());
   auto kernel = std::make_unique<MatMulKernel>();
   LS_ASSIGN_OR_RETURN(kernel->handle_, cuda::CublasLtHandle());
-  LS_ASSIGN_OR_RETURN(kernel->desc_, MakeMatmulDesc(fields, cuda::AllowTf32(ctx)));
-  LS_ASSIGN_OR_RETURN(kernel->a_, MakeLayout(fields.a));
-  LS_ASSIGN_OR_RETURN(kernel->b_, MakeLayout(fields.b));
-  LS_ASSIGN_OR_RETURN(kernel->d_, MakeLayout(fields.d));
+  LS_ASSIGN_OR_RETURN(kernel->desc_, MakeMatmulDesc(fields, *types));
+  LS_ASSIGN_OR_RETURN(kernel->a_, MakeLayout(fields.a, types->data));
+  LS_ASSIGN_OR_RETURN(kernel->b_, MakeLayout(fields.b, types->data));
+  LS_ASSIGN_OR_RETURN(kernel->d_, MakeLayout(fields.d, types->data));
   LS_RETURN_IF_ERROR(Annotate(kernel->ChooseAlgorithm(), node.Describe()));
   return kernel;
 }
@@ -155,6 +174,14 @@ absl::Status MatMulKernel::Run(const KernelIO& io) {
 }
 
 REGISTER_KERNEL({.op = "MatMul", .device = DeviceType::kCUDA, .create = &MatMulKernel::Create});
+REGISTER_KERNEL({.op = "MatMul",
+                 .device = DeviceType::kCUDA,
+                 .dtype = DType::kBF16,
+                 .create = &MatMulKernel::Create});
+REGISTER_KERNEL({.op = "MatMul",
+                 .device = DeviceType::kCUDA,
+                 .dtype = DType::kF16,
+                 .create = &MatMulKernel::Create});
 
 }  // namespace
 }  // namespace lockstep

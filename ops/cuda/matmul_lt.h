@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "core/status.h"
 #include "core/tensor.h"
 
 namespace lockstep::cuda {
@@ -29,6 +30,17 @@ struct MatMulLtFields {
   LtLayoutFields b;                         // our a: (M, K), or (K, M) when transposed
   LtLayoutFields d;                         // y (M, N), also the C layout (beta is 0)
 };
+
+// The types of a MatMul on `dtype` operands: A, B, C and D all `dtype`, the products accumulated
+// and alpha/beta given in float32 (for the 16-bit types that is what runs on tensor cores,
+// PyTorch's choice; float32 uses TF32 tensor cores where allowed).
+struct LtTypeFields {
+  cudaDataType_t data = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  cudaDataType_t scale = CUDA_R_32F;
+  bool operator==(const LtTypeFields&) const = default;
+};
+absl::StatusOr<LtTypeFields> MatMulLtTypes(DType dtype, bool allow_tf32);
 
 // a and b are the row-major shapes of MatMul's inputs (2-D, inner dimensions agreeing).
 MatMulLtFields RowMajorMatMulFields(const Shape& a, const Shape& b, bool transpose_a,

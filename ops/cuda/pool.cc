@@ -5,6 +5,7 @@
 
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_util.h"
+#include "ops/cuda/element_types.h"
 #include "ops/cuda/pool_kernels.h"
 
 namespace lockstep {
@@ -42,14 +43,15 @@ PoolGeometry BackwardGeometry(const Node& node) {
 }
 
 // MaxPool: x -> y; MaxPoolWithArgmax: x -> (y, argmax), 4 bytes per element of y.
+template <typename T>
 class MaxPoolKernel : public Kernel {
  public:
   explicit MaxPoolKernel(const Node& node)
       : g_(ForwardGeometry(node)), argmax_(node.outputs.size() == 2) {}
   absl::Status Run(const KernelIO& io) override {
     int32_t* argmax = argmax_ ? static_cast<int32_t*>(io.outputs[1].raw_data()) : nullptr;
-    CUDA_RETURN_IF_ERROR(cuda::LaunchMaxPool(io.inputs[0].data<float>(),       // (N, C, H, W)
-                                             g_, io.outputs[0].data<float>(),  // (N, C, OH, OW)
+    CUDA_RETURN_IF_ERROR(cuda::LaunchMaxPool(cuda::DataAs<const T>(io.inputs[0]),  // (N, C, H, W)
+                                             g_, cuda::DataAs<T>(io.outputs[0]),   // (N, C, OH, OW)
                                              argmax, StreamOf(io)));
     return absl::OkStatus();
   }
@@ -60,21 +62,25 @@ class MaxPoolKernel : public Kernel {
 };
 
 // MaxPoolGrad (x, dy) -> dx finds the maxima again, into the workspace.
+template <typename T>
 class MaxPoolGradKernel : public Kernel {
  public:
   explicit MaxPoolGradKernel(const Node& node)
       : g_(GeometryOf(node, node.inputs[0]->shape(), node.inputs[1]->shape())) {}
   // The argmax, then the forward's y (written, not read).
-  size_t WorkspaceBytes() const override { return 2 * OutputElements() * sizeof(float); }
+  size_t WorkspaceBytes() const override {
+    return OutputElements() * (sizeof(int32_t) + sizeof(T));
+  }
   absl::Status Run(const KernelIO& io) override {
     auto* argmax = static_cast<int32_t*>(io.workspace);
-    auto* y = reinterpret_cast<float*>(argmax + OutputElements());
+    auto* y = reinterpret_cast<T*>(argmax + OutputElements());
     CUDA_RETURN_IF_ERROR(
-        cuda::LaunchMaxPool(io.inputs[0].data<float>(), g_, y, argmax, StreamOf(io)));
-    CUDA_RETURN_IF_ERROR(cuda::LaunchMaxPoolGrad(io.inputs[1].data<float>(),  // (N, C, OH, OW)
-                                                 argmax, g_,
-                                                 io.outputs[0].data<float>(),  // (N, C, H, W)
-                                                 StreamOf(io)));
+        cuda::LaunchMaxPool(cuda::DataAs<const T>(io.inputs[0]), g_, y, argmax, StreamOf(io)));
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchMaxPoolGrad(cuda::DataAs<const T>(io.inputs[1]),  // (N, C, OH, OW)
+                                argmax, g_,
+                                cuda::DataAs<T>(io.outputs[0]),  // (N, C, H, W)
+                                StreamOf(io)));
     return absl::OkStatus();
   }
 
@@ -84,14 +90,15 @@ class MaxPoolGradKernel : public Kernel {
 };
 
 // MaxPoolGradWithArgmax (dy, argmax) -> dx.
+template <typename T>
 class MaxPoolGradWithArgmaxKernel : public Kernel {
  public:
   explicit MaxPoolGradWithArgmaxKernel(const Node& node) : g_(BackwardGeometry(node)) {}
   absl::Status Run(const KernelIO& io) override {
     CUDA_RETURN_IF_ERROR(cuda::LaunchMaxPoolGrad(
-        io.inputs[0].data<float>(),                            // dy (N, C, OH, OW)
+        cuda::DataAs<const T>(io.inputs[0]),                   // dy (N, C, OH, OW)
         static_cast<const int32_t*>(io.inputs[1].raw_data()),  // argmax, like dy
-        g_, io.outputs[0].data<float>(), StreamOf(io)));       // dx (N, C, H, W)
+        g_, cuda::DataAs<T>(io.outputs[0]), StreamOf(io)));    // dx (N, C, H, W)
     return absl::OkStatus();
   }
 
@@ -99,12 +106,13 @@ class MaxPoolGradWithArgmaxKernel : public Kernel {
   PoolGeometry g_;
 };
 
+template <typename T>
 class AvgPoolKernel : public Kernel {
  public:
   explicit AvgPoolKernel(const Node& node) : g_(ForwardGeometry(node)) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAvgPool(io.inputs[0].data<float>(),       // (N, C, H, W)
-                                             g_, io.outputs[0].data<float>(),  // (N, C, OH, OW)
+    CUDA_RETURN_IF_ERROR(cuda::LaunchAvgPool(cuda::DataAs<const T>(io.inputs[0]),  // (N, C, H, W)
+                                             g_, cuda::DataAs<T>(io.outputs[0]),   // (N, C, OH, OW)
                                              StreamOf(io)));
     return absl::OkStatus();
   }
@@ -113,13 +121,15 @@ class AvgPoolKernel : public Kernel {
   PoolGeometry g_;
 };
 
+template <typename T>
 class AvgPoolGradKernel : public Kernel {
  public:
   explicit AvgPoolGradKernel(const Node& node) : g_(BackwardGeometry(node)) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAvgPoolGrad(io.inputs[0].data<float>(),       // (N, C, OH, OW)
-                                                 g_, io.outputs[0].data<float>(),  // (N, C, H, W)
-                                                 StreamOf(io)));
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchAvgPoolGrad(cuda::DataAs<const T>(io.inputs[0]),  // (N, C, OH, OW)
+                                g_, cuda::DataAs<T>(io.outputs[0]),   // (N, C, H, W)
+                                StreamOf(io)));
     return absl::OkStatus();
   }
 
@@ -128,6 +138,7 @@ class AvgPoolGradKernel : public Kernel {
 };
 
 // GlobalAvgPool (N, C, H, W) -> (N, C, 1, 1) and its gradient; `x` is the full-size side.
+template <typename T>
 class GlobalAvgPoolKernel : public Kernel {
  public:
   GlobalAvgPoolKernel(const Node& node, bool gradient)
@@ -136,8 +147,8 @@ class GlobalAvgPoolKernel : public Kernel {
         plane_(gradient ? node.output()->shape()[2] * node.output()->shape()[3]
                         : node.inputs[0]->shape()[2] * node.inputs[0]->shape()[3]) {}
   absl::Status Run(const KernelIO& io) override {
-    const float* in = io.inputs[0].data<float>();
-    float* out = io.outputs[0].data<float>();
+    const T* in = cuda::DataAs<const T>(io.inputs[0]);
+    T* out = cuda::DataAs<T>(io.outputs[0]);
     CUDA_RETURN_IF_ERROR(gradient_
                              ? cuda::LaunchGlobalAvgPoolGrad(in, planes_, plane_, out, StreamOf(io))
                              : cuda::LaunchGlobalAvgPool(in, planes_, plane_, out, StreamOf(io)));
@@ -150,36 +161,44 @@ class GlobalAvgPoolKernel : public Kernel {
   int64_t plane_;   // H * W
 };
 
-REGISTER_KERNEL({.op = "MaxPool",
-                 .device = DeviceType::kCUDA,
-                 .create = MakeFactory<MaxPoolKernel>()});
-REGISTER_KERNEL({.op = "MaxPoolWithArgmax",
-                 .device = DeviceType::kCUDA,
-                 .create = MakeFactory<MaxPoolKernel>()});
-REGISTER_KERNEL({.op = "MaxPoolGrad",
-                 .device = DeviceType::kCUDA,
-                 .create = MakeFactory<MaxPoolGradKernel>()});
-REGISTER_KERNEL({.op = "MaxPoolGradWithArgmax",
-                 .device = DeviceType::kCUDA,
-                 .create = MakeFactory<MaxPoolGradWithArgmaxKernel>()});
-REGISTER_KERNEL({.op = "AvgPool",
-                 .device = DeviceType::kCUDA,
-                 .create = MakeFactory<AvgPoolKernel>()});
-REGISTER_KERNEL({.op = "AvgPoolGrad",
-                 .device = DeviceType::kCUDA,
-                 .create = MakeFactory<AvgPoolGradKernel>()});
-REGISTER_KERNEL({.op = "GlobalAvgPool",
-                 .device = DeviceType::kCUDA,
-                 .create = [](const Node& node,
-                              const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-                   return std::make_unique<GlobalAvgPoolKernel>(node, false);
-                 }});
-REGISTER_KERNEL({.op = "GlobalAvgPoolGrad",
-                 .device = DeviceType::kCUDA,
-                 .create = [](const Node& node,
-                              const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-                   return std::make_unique<GlobalAvgPoolKernel>(node, true);
-                 }});
+// Kernel<T> for `op`'s nodes of each float dtype. The kernels index (N, C, H, W): plain layouts,
+// so 16-bit NHWC activations are reordered around them (one MaxPool and one GlobalAvgPool in
+// ResNet-50).
+template <typename T, template <typename> class K, typename... Args>
+KernelFactory PoolFactory(Args... args) {
+  return
+      [args...](const Node& node, const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        return std::make_unique<K<T>>(node, args...);
+      };
+}
+
+template <template <typename> class K, typename... Args>
+bool RegisterPool(const char* op, Args... args) {
+  KernelRegistry& registry = KernelRegistry::Global();
+  registry.Register({.op = op,
+                     .device = DeviceType::kCUDA,
+                     .dtype = DType::kF32,
+                     .create = PoolFactory<float, K>(args...)});
+  registry.Register({.op = op,
+                     .device = DeviceType::kCUDA,
+                     .dtype = DType::kBF16,
+                     .create = PoolFactory<__nv_bfloat16, K>(args...)});
+  return registry.Register({.op = op,
+                            .device = DeviceType::kCUDA,
+                            .dtype = DType::kF16,
+                            .create = PoolFactory<__half, K>(args...)});
+}
+
+[[maybe_unused]] const bool kRegistered[] = {
+    RegisterPool<MaxPoolKernel>("MaxPool"),
+    RegisterPool<MaxPoolKernel>("MaxPoolWithArgmax"),
+    RegisterPool<MaxPoolGradKernel>("MaxPoolGrad"),
+    RegisterPool<MaxPoolGradWithArgmaxKernel>("MaxPoolGradWithArgmax"),
+    RegisterPool<AvgPoolKernel>("AvgPool"),
+    RegisterPool<AvgPoolGradKernel>("AvgPoolGrad"),
+    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPool", false),
+    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPoolGrad", true),
+};
 
 }  // namespace
 }  // namespace lockstep

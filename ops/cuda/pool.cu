@@ -1,6 +1,7 @@
 #include <cfloat>
 
 #include "ops/cuda/device_util.cuh"
+#include "ops/cuda/element_type.cuh"
 #include "ops/cuda/pool_kernels.h"
 
 namespace lockstep::cuda {
@@ -16,14 +17,15 @@ struct OutputIndex {
       : plane(i / (g.oh * g.ow)), oh(i / g.ow % g.oh), ow(i % g.ow) {}
 };
 
+template <typename T>
 struct MaxPoolForward {
-  const float* x;
+  const T* x;
   PoolGeometry g;
-  float* y;
+  T* y;
   int32_t* argmax;
   __device__ void operator()(int64_t i) const {
     const OutputIndex o(i, g);
-    const float* plane = x + o.plane * g.h * g.w;
+    const T* plane = x + o.plane * g.h * g.w;
     float best = -FLT_MAX;
     int32_t where = -1;
     for (int kh = 0; kh < g.kh; ++kh) {
@@ -32,14 +34,14 @@ struct MaxPoolForward {
       for (int kw = 0; kw < g.kw; ++kw) {
         const int64_t iw = o.ow * g.sw - g.pw + kw;
         if (iw < 0 || iw >= g.w) continue;
-        const float v = plane[ih * g.w + iw];
+        const float v = ToF32(plane[ih * g.w + iw]);
         if (where < 0 || v > best) {  // strictly greater: the first maximum stays
           best = v;
           where = kh * g.kw + kw;
         }
       }
     }
-    y[i] = best;
+    y[i] = FromF32<T>(best);
     if (argmax != nullptr) argmax[i] = where;
   }
 };
@@ -54,11 +56,12 @@ struct InputIndex {
   }
 };
 
+template <typename T>
 struct MaxPoolBackward {
-  const float* dy;
+  const T* dy;
   const int32_t* argmax;
   PoolGeometry g;
-  float* dx;
+  T* dx;
   __device__ void operator()(int64_t i) const {
     const InputIndex in(i, g);
     float sum = 0.0f;
@@ -67,98 +70,120 @@ struct MaxPoolBackward {
         const int64_t o = (in.plane * g.oh + oh) * g.ow + ow;
         const int32_t here = static_cast<int32_t>((in.ih - (oh * g.sh - g.ph)) * g.kw +
                                                   (in.iw - (ow * g.sw - g.pw)));
-        if (argmax[o] == here) sum += dy[o];
+        if (argmax[o] == here) sum += ToF32(dy[o]);
       }
     }
-    dx[i] = sum;
+    dx[i] = FromF32<T>(sum);
   }
 };
 
+template <typename T>
 struct AvgPoolForward {
-  const float* x;
+  const T* x;
   PoolGeometry g;
-  float* y;
+  T* y;
   __device__ void operator()(int64_t i) const {
     const OutputIndex o(i, g);
-    const float* plane = x + o.plane * g.h * g.w;
+    const T* plane = x + o.plane * g.h * g.w;
     float sum = 0.0f;
     for (int kh = 0; kh < g.kh; ++kh) {
       const int64_t ih = o.oh * g.sh - g.ph + kh;
       if (ih < 0 || ih >= g.h) continue;
       for (int kw = 0; kw < g.kw; ++kw) {
         const int64_t iw = o.ow * g.sw - g.pw + kw;
-        if (iw >= 0 && iw < g.w) sum += plane[ih * g.w + iw];
+        if (iw >= 0 && iw < g.w) sum += ToF32(plane[ih * g.w + iw]);
       }
     }
-    y[i] = sum / static_cast<float>(math::AvgDivisor(g, o.oh, o.ow));
+    y[i] = FromF32<T>(sum / static_cast<float>(math::AvgDivisor(g, o.oh, o.ow)));
   }
 };
 
+template <typename T>
 struct AvgPoolBackward {
-  const float* dy;
+  const T* dy;
   PoolGeometry g;
-  float* dx;
+  T* dx;
   __device__ void operator()(int64_t i) const {
     const InputIndex in(i, g);
     float sum = 0.0f;
     for (int64_t oh = in.oh0; oh <= in.oh1; ++oh) {
       for (int64_t ow = in.ow0; ow <= in.ow1; ++ow) {
-        sum += dy[(in.plane * g.oh + oh) * g.ow + ow] /
+        sum += ToF32(dy[(in.plane * g.oh + oh) * g.ow + ow]) /
                static_cast<float>(math::AvgDivisor(g, oh, ow));
       }
     }
-    dx[i] = sum;
+    dx[i] = FromF32<T>(sum);
   }
 };
 
 // One thread per plane: planes are small in the networks here (7x7 at the end of ResNet-50).
+template <typename T>
 struct GlobalAvgPoolForward {
-  const float* x;
+  const T* x;
   int64_t plane;
-  float* y;
+  T* y;
   __device__ void operator()(int64_t p) const {
     float sum = 0.0f;
-    for (int64_t k = 0; k < plane; ++k) sum += x[p * plane + k];
-    y[p] = sum / static_cast<float>(plane);
+    for (int64_t k = 0; k < plane; ++k) sum += ToF32(x[p * plane + k]);
+    y[p] = FromF32<T>(sum / static_cast<float>(plane));
   }
 };
 
+template <typename T>
 struct GlobalAvgPoolBackward {
-  const float* dy;
+  const T* dy;
   int64_t plane;
-  float* dx;
-  __device__ void operator()(int64_t i) const { dx[i] = dy[i / plane] / static_cast<float>(plane); }
+  T* dx;
+  __device__ void operator()(int64_t i) const {
+    dx[i] = FromF32<T>(ToF32(dy[i / plane]) / static_cast<float>(plane));
+  }
 };
 
 }  // namespace
 
-cudaError_t LaunchMaxPool(const float* x, const PoolGeometry& g, float* y, int32_t* argmax,
+template <typename T>
+cudaError_t LaunchMaxPool(const T* x, const PoolGeometry& g, T* y, int32_t* argmax,
                           cudaStream_t stream) {
-  return ForEachIndex(g.n * g.c * g.oh * g.ow, stream, MaxPoolForward{x, g, y, argmax});
+  return ForEachIndex(g.n * g.c * g.oh * g.ow, stream, MaxPoolForward<T>{x, g, y, argmax});
 }
 
-cudaError_t LaunchMaxPoolGrad(const float* dy, const int32_t* argmax, const PoolGeometry& g,
-                              float* dx, cudaStream_t stream) {
-  return ForEachIndex(g.n * g.c * g.h * g.w, stream, MaxPoolBackward{dy, argmax, g, dx});
-}
-
-cudaError_t LaunchAvgPool(const float* x, const PoolGeometry& g, float* y, cudaStream_t stream) {
-  return ForEachIndex(g.n * g.c * g.oh * g.ow, stream, AvgPoolForward{x, g, y});
-}
-
-cudaError_t LaunchAvgPoolGrad(const float* dy, const PoolGeometry& g, float* dx,
+template <typename T>
+cudaError_t LaunchMaxPoolGrad(const T* dy, const int32_t* argmax, const PoolGeometry& g, T* dx,
                               cudaStream_t stream) {
-  return ForEachIndex(g.n * g.c * g.h * g.w, stream, AvgPoolBackward{dy, g, dx});
+  return ForEachIndex(g.n * g.c * g.h * g.w, stream, MaxPoolBackward<T>{dy, argmax, g, dx});
 }
 
-cudaError_t LaunchGlobalAvgPool(const float* x, int64_t planes, int64_t plane, float* y,
+template <typename T>
+cudaError_t LaunchAvgPool(const T* x, const PoolGeometry& g, T* y, cudaStream_t stream) {
+  return ForEachIndex(g.n * g.c * g.oh * g.ow, stream, AvgPoolForward<T>{x, g, y});
+}
+
+template <typename T>
+cudaError_t LaunchAvgPoolGrad(const T* dy, const PoolGeometry& g, T* dx, cudaStream_t stream) {
+  return ForEachIndex(g.n * g.c * g.h * g.w, stream, AvgPoolBackward<T>{dy, g, dx});
+}
+
+template <typename T>
+cudaError_t LaunchGlobalAvgPool(const T* x, int64_t planes, int64_t plane, T* y,
                                 cudaStream_t stream) {
-  return ForEachIndex(planes, stream, GlobalAvgPoolForward{x, plane, y});
+  return ForEachIndex(planes, stream, GlobalAvgPoolForward<T>{x, plane, y});
 }
 
-cudaError_t LaunchGlobalAvgPoolGrad(const float* dy, int64_t planes, int64_t plane, float* dx,
+template <typename T>
+cudaError_t LaunchGlobalAvgPoolGrad(const T* dy, int64_t planes, int64_t plane, T* dx,
                                     cudaStream_t stream) {
-  return ForEachIndex(planes * plane, stream, GlobalAvgPoolBackward{dy, plane, dx});
+  return ForEachIndex(planes * plane, stream, GlobalAvgPoolBackward<T>{dy, plane, dx});
 }
+
+#define LS_INSTANTIATE_POOL(T)                                                                   \
+  template cudaError_t LaunchMaxPool(const T*, const PoolGeometry&, T*, int32_t*, cudaStream_t); \
+  template cudaError_t LaunchMaxPoolGrad(const T*, const int32_t*, const PoolGeometry&, T*,      \
+                                         cudaStream_t);                                          \
+  template cudaError_t LaunchAvgPool(const T*, const PoolGeometry&, T*, cudaStream_t);           \
+  template cudaError_t LaunchAvgPoolGrad(const T*, const PoolGeometry&, T*, cudaStream_t);       \
+  template cudaError_t LaunchGlobalAvgPool(const T*, int64_t, int64_t, T*, cudaStream_t);        \
+  template cudaError_t LaunchGlobalAvgPoolGrad(const T*, int64_t, int64_t, T*, cudaStream_t)
+LS_FOR_EACH_FLOAT_ELEMENT(LS_INSTANTIATE_POOL);
+#undef LS_INSTANTIATE_POOL
 
 }  // namespace lockstep::cuda

@@ -14,20 +14,25 @@
 
 namespace lockstep::cuda {
 
+// T is float, __half or __nv_bfloat16; windows are summed and compared in float.
 // y and, when argmax is not null, the window index (kh * KW + kw) of each output's maximum.
-cudaError_t LaunchMaxPool(const float* x, const math::PoolGeometry& g, float* y, int32_t* argmax,
+template <typename T>
+cudaError_t LaunchMaxPool(const T* x, const math::PoolGeometry& g, T* y, int32_t* argmax,
                           cudaStream_t stream);
 // dx[i] = sum of dy over the windows whose maximum is at i.
-cudaError_t LaunchMaxPoolGrad(const float* dy, const int32_t* argmax, const math::PoolGeometry& g,
-                              float* dx, cudaStream_t stream);
-cudaError_t LaunchAvgPool(const float* x, const math::PoolGeometry& g, float* y,
-                          cudaStream_t stream);
-cudaError_t LaunchAvgPoolGrad(const float* dy, const math::PoolGeometry& g, float* dx,
-                              cudaStream_t stream);
+template <typename T>
+cudaError_t LaunchMaxPoolGrad(const T* dy, const int32_t* argmax, const math::PoolGeometry& g,
+                              T* dx, cudaStream_t stream);
+template <typename T>
+cudaError_t LaunchAvgPool(const T* x, const math::PoolGeometry& g, T* y, cudaStream_t stream);
+template <typename T>
+cudaError_t LaunchAvgPoolGrad(const T* dy, const math::PoolGeometry& g, T* dx, cudaStream_t stream);
 // (N, C, H, W) -> (N, C): the mean of each plane, and its gradient spread back evenly.
-cudaError_t LaunchGlobalAvgPool(const float* x, int64_t planes, int64_t plane, float* y,
+template <typename T>
+cudaError_t LaunchGlobalAvgPool(const T* x, int64_t planes, int64_t plane, T* y,
                                 cudaStream_t stream);
-cudaError_t LaunchGlobalAvgPoolGrad(const float* dy, int64_t planes, int64_t plane, float* dx,
+template <typename T>
+cudaError_t LaunchGlobalAvgPoolGrad(const T* dy, int64_t planes, int64_t plane, T* dx,
                                     cudaStream_t stream);
 
 }  // namespace lockstep::cuda

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # On a lent GPU machine, inside scripts/gpu/run.sh: the CUDA tests, the built-in sample trained
-# on the GPU (and resumed there from a checkpoint written on the CPU), and the ResNet-50
-# benchmark beside the PyTorch peer. The logs come back as $OUT/logs.tar.gz (the device tool
-# brings back a few files only).
+# on the GPU (and resumed there from a checkpoint written on the CPU), the ResNet-50 benchmark
+# beside the PyTorch peer, and mixed precision (amp: the sample trained at O2 in bf16 and in fp16
+# with dynamic loss scaling, ResNet-50 at O2 beside PyTorch's autocast in channels-last). The
+# logs come back as $OUT/logs.tar.gz (the device tool brings back a few files only).
 #
-#   bash scripts/gpu/run.sh BUNDLE bash scripts/gpu/checks.sh [tests|train|bench]...
+#   bash scripts/gpu/run.sh BUNDLE bash scripts/gpu/checks.sh [tests|train|bench|amp]...
+#
+# Estimated on an H100 (BENCHMARKS.md's step times plus start-up): tests 1-2 min (the 16-bit
+# kernel tests included), train about 1 min, bench about 2 min, amp about 3 min: within 10.
 set -uo pipefail
 out=/tmp/lockstep-logs
 mkdir -p "$out"
@@ -55,7 +59,28 @@ bench() {
     --batch 128 --classes 1000 --steps 10 --warmup 3 --profile
 }
 
-for what in "${@:-tests train bench}"; do
+# Mixed precision: the bf16 and f16 kernels train the sample (the log's last line has the
+# validation accuracy, to compare with train_gpu's), and ResNet-50 at O2 runs beside PyTorch's
+# autocast in channels-last, as Lockstep keeps 16-bit activations NHWC.
+amp() {
+  local data=/tmp/sample
+  [[ -d $data/train ]] || lockstep-make-sample "$data" >/dev/null
+  local recipe=(--data "$data" --model resnet8 --batch-size 32 --lr 0.1 --log-every 60
+    --epochs 6 --device cuda --amp-level O2)
+  step amp_train_bf16 lockstep-train "${recipe[@]}" --amp-dtype bf16
+  step amp_train_fp16 lockstep-train "${recipe[@]}" --amp-dtype fp16 --loss-scale dynamic
+  local batch dtype
+  for dtype in bf16 fp16; do
+    for batch in 128 256; do
+      step "amp_lockstep_${dtype}_b$batch" lockstep-bench-resnet --device cuda --model resnet50 \
+        --size 224 --batch "$batch" --classes 1000 --steps 30 --warmup 10 --amp-level O2 \
+        --amp-dtype "$dtype"
+    done
+    step "amp_torch_${dtype}_b256" python3 /tmp/lockstep/torch_resnet_gpu.py 256 30 "$dtype" nhwc
+  done
+}
+
+for what in "${@:-tests train bench amp}"; do
   for w in $what; do "$w"; done
 done
 exit $status

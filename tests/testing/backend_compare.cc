@@ -19,10 +19,8 @@ bool HasGpu() {
 #endif
 }
 
-void ExpectCudaMatchesCpu(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
-                          double tolerance, const PassConfig& config) {
-  const std::vector<std::vector<float>> cpu = RunForward(inputs, build, Device::CPU(), config);
-  const std::vector<std::vector<float>> gpu = RunForward(inputs, build, Device::CUDA(0), config);
+void ExpectOutputsMatch(const std::vector<std::vector<float>>& cpu,
+                        const std::vector<std::vector<float>>& gpu, double tolerance) {
   ASSERT_EQ(cpu.size(), gpu.size());
   ASSERT_FALSE(cpu.empty()) << "the subgraph has no f32 or i32 output to compare";
   for (size_t k = 0; k < cpu.size(); ++k) {
@@ -37,6 +35,12 @@ void ExpectCudaMatchesCpu(const std::vector<GradCheckInput>& inputs, const Build
                     << gpu[k][i] << " (tolerance " << tolerance * largest << ")";
     }
   }
+}
+
+void ExpectCudaMatchesCpu(const std::vector<GradCheckInput>& inputs, const BuildFn& build,
+                          double tolerance, const PassConfig& config) {
+  ExpectOutputsMatch(RunForward(inputs, build, Device::CPU(), config),
+                     RunForward(inputs, build, Device::CUDA(0), config), tolerance);
 }
 
 void ExpectCudaOpMatchesCpu(const std::string& op, const std::vector<GradCheckInput>& inputs,

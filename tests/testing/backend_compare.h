@@ -14,6 +14,11 @@ namespace lockstep::testing {
 // True when this build has CUDA and the machine a CUDA device.
 bool HasGpu();
 
+// Output k of the CUDA run agrees with output k of the CPU run within
+// tolerance * max(1, max |cpu output|), element by element.
+void ExpectOutputsMatch(const std::vector<std::vector<float>>& cpu,
+                        const std::vector<std::vector<float>>& gpu, double tolerance);
+
 // Every f32 and i32 output of `build` agrees between the CPU and CUDA (device 0) within
 // tolerance * max(1, max |cpu output|), element by element. `config` as for RunForward.
 void ExpectCudaMatchesCpu(const std::vector<GradCheckInput>& inputs, const BuildFn& build,

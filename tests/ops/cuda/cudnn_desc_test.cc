@@ -125,6 +125,89 @@ TEST(CudnnDescTest, BuiltFilterHoldsTheFields) {
   EXPECT_EQ(dims, (std::array<int, 4>{64, 16, 7, 5}));
 }
 
+// NHWC (channels innermost): the logical (N, C, H, W) dims with strides of (N, H, W, C) storage.
+TEST(CudnnDescTest, NhwcKeepsTheDimsAndPutsChannelsInnermost) {
+  absl::StatusOr<TensorDescFields> x = NhwcFields({8, 3, 5, 7}, DType::kBF16);
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_EQ(x->dtype, CUDNN_DATA_BFLOAT16);
+  EXPECT_EQ(x->dims, (std::array<int, 4>{8, 3, 5, 7}));
+  EXPECT_EQ(x->strides, (std::array<int, 4>{105, 1, 21, 3}));
+  absl::StatusOr<TensorDescFields> plain = ActivationFields({8, 3, 5, 7}, DType::kF16, false);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->dtype, CUDNN_DATA_HALF);
+  EXPECT_EQ(plain->strides, (std::array<int, 4>{105, 35, 7, 1}));
+  absl::StatusOr<TensorDescFields> nhwc = ActivationFields({8, 3, 5, 7}, DType::kF16, true);
+  ASSERT_TRUE(nhwc.ok());
+  EXPECT_EQ(nhwc->strides, x->strides);
+  EXPECT_FALSE(NhwcFields({8, 3}, DType::kBF16).ok());
+}
+
+// 16-bit convolutions ask for tensor cores (float32 accumulation), float32 keeps the default
+// (TF32 where allowed); filters in NHWC are cuDNN's KRSC.
+TEST(CudnnDescTest, SixteenBitConvolutionsUseTensorOpsAndKrscFilters) {
+  const Attrs attrs = {{"stride", std::vector<int64_t>{1, 1}},
+                       {"padding", std::vector<int64_t>{1, 1}},
+                       {"dilation", std::vector<int64_t>{1, 1}},
+                       {"groups", int64_t{1}}};
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    absl::StatusOr<ConvDescFields> conv = ConvFields(attrs, dtype);
+    ASSERT_TRUE(conv.ok()) << conv.status();
+    EXPECT_EQ(conv->math, CUDNN_TENSOR_OP_MATH) << DTypeName(dtype);
+    EXPECT_EQ(conv->compute, CUDNN_DATA_FLOAT) << DTypeName(dtype);
+  }
+  absl::StatusOr<FilterDescFields> krsc = FilterFields({64, 16, 3, 3}, DType::kBF16, true);
+  ASSERT_TRUE(krsc.ok()) << krsc.status();
+  EXPECT_EQ(krsc->format, CUDNN_TENSOR_NHWC);
+  EXPECT_EQ(krsc->dtype, CUDNN_DATA_BFLOAT16);
+  EXPECT_EQ(krsc->dims, (std::array<int, 4>{64, 16, 3, 3}));
+  absl::StatusOr<FilterDescFields> plain = FilterFields({64, 16, 3, 3}, DType::kF16);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->format, CUDNN_TENSOR_NCHW);
+}
+
+// The built NHWC descriptors read back as set, and cuDNN's output shape is the op's in NHWC too.
+TEST(CudnnDescTest, BuiltNhwcConvolutionMatchesTheOpShape) {
+  const Attrs attrs = {{"stride", std::vector<int64_t>{2, 2}},
+                       {"padding", std::vector<int64_t>{1, 1}},
+                       {"dilation", std::vector<int64_t>{1, 1}},
+                       {"groups", int64_t{1}}};
+  absl::StatusOr<ConvDescFields> fields = ConvFields(attrs, DType::kF16);
+  ASSERT_TRUE(fields.ok()) << fields.status();
+  absl::StatusOr<ConvDesc> conv = ConvDesc::Create(*fields);
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  cudnnMathType_t math;
+  ASSERT_EQ(cudnnGetConvolutionMathType(conv->get(), &math), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(math, CUDNN_TENSOR_OP_MATH);
+
+  absl::StatusOr<TensorDescFields> x_fields = NhwcFields({4, 16, 9, 9}, DType::kF16);
+  ASSERT_TRUE(x_fields.ok());
+  absl::StatusOr<TensorDesc> x = TensorDesc::Create(*x_fields);
+  ASSERT_TRUE(x.ok()) << x.status();
+  cudnnDataType_t dtype;
+  std::array<int, 4> dims, strides;
+  ASSERT_EQ(cudnnGetTensor4dDescriptor(x->get(), &dtype, &dims[0], &dims[1], &dims[2], &dims[3],
+                                       &strides[0], &strides[1], &strides[2], &strides[3]),
+            CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(dtype, CUDNN_DATA_HALF);
+  EXPECT_EQ(dims, (std::array<int, 4>{4, 16, 9, 9}));
+  EXPECT_EQ(strides, (std::array<int, 4>{1296, 1, 144, 16}));
+
+  absl::StatusOr<FilterDescFields> w_fields = FilterFields({32, 16, 3, 3}, DType::kF16, true);
+  ASSERT_TRUE(w_fields.ok());
+  absl::StatusOr<FilterDesc> w = FilterDesc::Create(*w_fields);
+  ASSERT_TRUE(w.ok()) << w.status();
+  cudnnTensorFormat_t format;
+  std::array<int, 4> w_dims;
+  ASSERT_EQ(cudnnGetFilter4dDescriptor(w->get(), &dtype, &format, &w_dims[0], &w_dims[1],
+                                       &w_dims[2], &w_dims[3]),
+            CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(format, CUDNN_TENSOR_NHWC);
+  EXPECT_EQ(w_dims, (std::array<int, 4>{32, 16, 3, 3}));
+  absl::StatusOr<std::array<int, 4>> y = ConvForwardOutputDims(*conv, *x, *w);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(*y, (std::array<int, 4>{4, 32, 5, 5}));  // (9 + 2 - 3) / 2 + 1
+}
+
 TEST(CudnnDescTest, BadConvolutionAttributesAreErrors) {
   const Attrs attrs = {{"stride", std::vector<int64_t>{0, 1}},
                        {"padding", std::vector<int64_t>{0, 0}},

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "ops/cuda/matmul_lt.h"
 #include "tests/testing/backend_compare.h"
 
@@ -73,6 +75,31 @@ TEST(MatMulLtFieldsTest, OneTransposed) {
   EXPECT_EQ(ta.trans_a, CUBLAS_OP_N);
   EXPECT_EQ(ta.trans_b, CUBLAS_OP_T);
   EXPECT_EQ(ta.d, (LtLayoutFields{.rows = 5, .cols = 2, .ld = 5}));
+}
+
+// 16-bit operands accumulate in float32 (tensor cores, no TF32 question); float32 uses TF32
+// only where allowed; other dtypes are errors naming the dtype.
+TEST(MatMulLtFieldsTest, TypesByDType) {
+  const auto types = [](DType dtype, bool tf32) {
+    absl::StatusOr<cuda::LtTypeFields> fields = cuda::MatMulLtTypes(dtype, tf32);
+    EXPECT_TRUE(fields.ok()) << fields.status();
+    return fields.value_or(cuda::LtTypeFields{});
+  };
+  EXPECT_EQ(types(DType::kF32, true).compute, CUBLAS_COMPUTE_32F_FAST_TF32);
+  EXPECT_EQ(types(DType::kF32, false).compute, CUBLAS_COMPUTE_32F);
+  for (bool tf32 : {false, true}) {
+    const cuda::LtTypeFields bf16 = types(DType::kBF16, tf32);
+    EXPECT_EQ(bf16.data, CUDA_R_16BF);
+    EXPECT_EQ(bf16.compute, CUBLAS_COMPUTE_32F);
+    EXPECT_EQ(bf16.scale, CUDA_R_32F);
+    const cuda::LtTypeFields f16 = types(DType::kF16, tf32);
+    EXPECT_EQ(f16.data, CUDA_R_16F);
+    EXPECT_EQ(f16.compute, CUBLAS_COMPUTE_32F);
+    EXPECT_EQ(f16.scale, CUDA_R_32F);
+  }
+  absl::StatusOr<cuda::LtTypeFields> i32 = cuda::MatMulLtTypes(DType::kI32, true);
+  ASSERT_FALSE(i32.ok());
+  EXPECT_NE(i32.status().message().find("i32"), std::string::npos) << i32.status();
 }
 
 }  // namespace

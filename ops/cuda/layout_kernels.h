@@ -1,0 +1,18 @@
+#pragma once
+
+// The device permutation of the CUDA Reorder kernel (ops/cuda/layout.cu): a 4-D value between
+// plain (N, C, H, W) and NHWC (N, H, W, C) storage.
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace lockstep::cuda {
+
+// dims: the logical (N, C, H, W); element_bytes 1, 2, 4 or 8 (else cudaErrorInvalidValue).
+cudaError_t LaunchNhwcPermute(const void* from, void* to, const std::array<int64_t, 4>& dims,
+                              size_t element_bytes, bool to_nhwc, cudaStream_t stream);
+
+}  // namespace lockstep::cuda
