@@ -25,9 +25,16 @@ class ReorderKernel : public Kernel {
   dnnl_util::DnnlStep step_;
 };
 
-REGISTER_KERNEL({.op = "Reorder",
-                 .create = dnnl_util::DnnlFactory<ReorderKernel>(),
-                 .layouts = ReorderLayouts});
+// Data movement, native in every dtype.
+[[maybe_unused]] const bool kRegistered = [] {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    KernelRegistry::Global().Register({.op = "Reorder",
+                                       .dtype = dtype,
+                                       .create = dnnl_util::DnnlFactory<ReorderKernel>(),
+                                       .layouts = ReorderLayouts});
+  }
+  return true;
+}();
 
 }  // namespace
 }  // namespace lockstep
