@@ -5,12 +5,12 @@
 // statistics are always float32, and so are the scale and shift oneDNN takes: where the graph
 // holds them (and their gradients) in bf16 or f16, the kernel converts them in its workspace.
 
-#include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "core/allocator.h"
 #include "graph/kernel.h"
+#include "ops/cpu/convert_floats.h"
 #include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/dnnl_util.h"
 
@@ -62,74 +62,67 @@ dnnl_util::DnnlStep ForwardStep(const dnnl::batch_normalization_forward::primiti
 }
 
 // The (C) scale, shift and their gradients in float32 for oneDNN, where the graph holds them in
-// another dtype: slots in the kernel's workspace after the primitive's scratchpad, filled from
-// the vectors the primitive reads before it runs and copied into those it writes after.
+// bf16 or f16: slots in the kernel's workspace after the primitive's scratchpad, filled from the
+// vectors the primitive reads before it runs and copied into those it writes after.
 class Float32Vectors {
  public:
   // The node's (C) vectors the primitive reads and those it writes, by (input or output) index.
-  Float32Vectors(const Node& node, std::vector<int> read, std::vector<int> written,
-                 size_t scratchpad) {
-    size_t scratch = scratchpad;
-    size_t slots = 0;
-    for (int i : read) Add(*node.inputs[i], /*read=*/true, i, &scratch, &slots);
-    for (int i : written) Add(*node.output(i), /*read=*/false, i, &scratch, &slots);
-    base_ = AlignUp(scratch);
-    workspace_bytes_ = base_ + slots;
+  Float32Vectors(const Node& node, const std::vector<int>& read, const std::vector<int>& written,
+                 size_t scratchpad)
+      : channels_(node.inputs[0]->shape()[1]) {
+    size_t offset = AlignUp(scratchpad);
+    for (int i : read) Add(node.inputs[i]->dtype(), true, i, &offset);
+    for (int i : written) Add(node.output(i)->dtype(), false, i, &offset);
+    workspace_bytes_ = offset;
   }
   size_t WorkspaceBytes() const { return workspace_bytes_; }
 
-  // Where the primitive finds input `i` (converting it first) or output `i`.
-  absl::StatusOr<void*> Input(int i, const KernelIO& io) {
-    for (Slot& slot : slots_) {
-      if (!slot.read || slot.index != i) continue;
-      void* f32 = SlotData(slot, io);
-      LS_RETURN_IF_ERROR(slot.reorder.Run(
-          {{DNNL_ARG_FROM, io.inputs[i].raw_data()}, {DNNL_ARG_TO, f32}}, io.workspace));
-      return f32;
-    }
-    return io.inputs[i].raw_data();
+  // Where the primitive finds input `i` (converted first) or output `i`.
+  void* Input(int i, const KernelIO& io) const {
+    const Slot* slot = Find(true, i);
+    if (slot == nullptr) return io.inputs[i].raw_data();
+    void* f32 = SlotData(*slot, io);
+    cpu::ConvertFloats(io.inputs[i].raw_data(), slot->dtype, f32, DType::kF32, channels_);
+    return f32;
   }
-  void* Output(int i, const KernelIO& io) {
-    for (Slot& slot : slots_) {
-      if (!slot.read && slot.index == i) return SlotData(slot, io);
-    }
-    return io.outputs[i].raw_data();
+  void* Output(int i, const KernelIO& io) const {
+    const Slot* slot = Find(false, i);
+    return slot == nullptr ? io.outputs[i].raw_data() : SlotData(*slot, io);
   }
   // After the primitive: the float32 gradients into the graph's outputs.
-  absl::Status WriteOutputs(const KernelIO& io) {
-    for (Slot& slot : slots_) {
+  void WriteOutputs(const KernelIO& io) const {
+    for (const Slot& slot : slots_) {
       if (slot.read) continue;
-      LS_RETURN_IF_ERROR(slot.reorder.Run(
-          {{DNNL_ARG_FROM, SlotData(slot, io)}, {DNNL_ARG_TO, io.outputs[slot.index].raw_data()}},
-          io.workspace));
+      cpu::ConvertFloats(SlotData(slot, io), DType::kF32, io.outputs[slot.index].raw_data(),
+                         slot.dtype, channels_);
     }
-    return absl::OkStatus();
   }
 
  private:
   struct Slot {
     bool read;
     int index;
-    size_t offset;  // past the scratch
-    dnnl_util::DnnlStep reorder;
+    DType dtype;    // the graph's
+    size_t offset;  // in the workspace
   };
 
-  void Add(const Value& value, bool read, int index, size_t* scratch, size_t* slots) {
-    if (value.dtype() == DType::kF32) return;
-    const auto graph = dnnl_util::Desc(value.shape(), value.dtype());
-    const auto f32 = dnnl_util::Desc(value.shape(), DType::kF32);
-    slots_.push_back(
-        {read, index, *slots,
-         read ? dnnl_util::ReorderStep(graph, f32) : dnnl_util::ReorderStep(f32, graph)});
-    *scratch = std::max(*scratch, slots_.back().reorder.scratchpad_bytes());
-    *slots += AlignUp(f32.get_size());
+  void Add(DType dtype, bool read, int index, size_t* offset) {
+    if (dtype == DType::kF32) return;
+    slots_.push_back({read, index, dtype, *offset});
+    *offset += AlignUp(channels_ * sizeof(float));
   }
-  void* SlotData(const Slot& slot, const KernelIO& io) const {
-    return static_cast<char*>(io.workspace) + base_ + slot.offset;
+  const Slot* Find(bool read, int index) const {
+    for (const Slot& slot : slots_) {
+      if (slot.read == read && slot.index == index) return &slot;
+    }
+    return nullptr;
+  }
+  static void* SlotData(const Slot& slot, const KernelIO& io) {
+    return static_cast<char*>(io.workspace) + slot.offset;
   }
 
+  int64_t channels_;
   std::vector<Slot> slots_;
-  size_t base_ = 0;
   size_t workspace_bytes_ = 0;
 };
 
@@ -152,8 +145,8 @@ class BatchNormKernel : public Kernel {
   absl::Status Run(const KernelIO& io) override {
     // The mask's slot is unused (and absent) without the fused ReLU.
     void* mask = io.outputs.size() > 5 ? io.outputs[5].raw_data() : nullptr;
-    LS_ASSIGN_OR_RETURN(void* scale, vectors_->Input(1, io));               // (C) float32
-    LS_ASSIGN_OR_RETURN(void* shift, vectors_->Input(2, io));               // (C) float32
+    void* scale = vectors_->Input(1, io);                                   // (C) float32
+    void* shift = vectors_->Input(2, io);                                   // (C) float32
     LS_RETURN_IF_ERROR(step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},  // (N, C, ...)
                                   {DNNL_ARG_SCALE, scale},
                                   {DNNL_ARG_SHIFT, shift},
@@ -212,7 +205,7 @@ class BatchNormGradKernel : public Kernel {
 
   absl::Status Run(const KernelIO& io) override {
     void* mask = io.inputs.size() > 5 ? io.inputs[5].raw_data() : nullptr;
-    LS_ASSIGN_OR_RETURN(void* gamma, vectors_->Input(1, io));               // (C) float32
+    void* gamma = vectors_->Input(1, io);                                   // (C) float32
     LS_RETURN_IF_ERROR(step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},  // (N, C, ...)
                                   {DNNL_ARG_SCALE, gamma},
                                   // oneDNN 2.6 insists on a shift argument here but never reads it.
@@ -225,7 +218,8 @@ class BatchNormGradKernel : public Kernel {
                                   {DNNL_ARG_DIFF_SHIFT, vectors_->Output(2, io)},  // (C) float32
                                   {DNNL_ARG_WORKSPACE, mask}},
                                  io.workspace));
-    return vectors_->WriteOutputs(io);
+    vectors_->WriteOutputs(io);
+    return absl::OkStatus();
   }
 
  private:
@@ -245,8 +239,8 @@ class BatchNormInferenceKernel : public Kernel {
   size_t WorkspaceBytes() const override { return vectors_->WorkspaceBytes(); }
 
   absl::Status Run(const KernelIO& io) override {
-    LS_ASSIGN_OR_RETURN(void* scale, vectors_->Input(1, io));   // (C) float32
-    LS_ASSIGN_OR_RETURN(void* shift, vectors_->Input(2, io));   // (C) float32
+    void* scale = vectors_->Input(1, io);                       // (C) float32
+    void* shift = vectors_->Input(2, io);                       // (C) float32
     return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},  // (N, C, ...)
                       {DNNL_ARG_SCALE, scale},
                       {DNNL_ARG_SHIFT, shift},

@@ -1,12 +1,10 @@
 #include <algorithm>
 #include <cstdint>
-#include <optional>
 #include <type_traits>
 
-#include "core/allocator.h"
 #include "core/half.h"
 #include "graph/kernel.h"
-#include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/convert_floats.h"
 #include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
 
@@ -89,8 +87,12 @@ class AddReluGradKernel : public Kernel {
     const T* dy1 = io.inputs[1].data<T>();  // same shape
     const T* dy2 = io.inputs[2].data<T>();  // same shape
     T* dx = io.outputs[0].data<T>();
+    // The sum rounded into T first (the same bits: the mask passes it or +0): rounding the masked
+    // sum would let GCC move the add under the mask's branch, where it may not speculate it, and
+    // the loop would not vectorize.
     ParallelFor(io.outputs[0].numel(), [&](int64_t i) {
-      dx[i] = FloatTo<T>(math::AddReluGrad(ToFloat(x[i]), ToFloat(dy1[i]), ToFloat(dy2[i])));
+      const T sum = FloatTo<T>(ToFloat(dy1[i]) + ToFloat(dy2[i]));
+      dx[i] = FloatTo<T>(math::ReluGrad(ToFloat(x[i]), ToFloat(sum)));
     });
     return absl::OkStatus();
   }
@@ -158,68 +160,38 @@ class CastKernel : public Kernel {
   }
 };
 
-bool FloatingDType(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
+// Between float32, bf16 and f16 (either way), in any layout: see ops/cpu/convert_floats.h.
+bool CastsFloats(const Node& node) {
+  return cpu::ConvertibleFloat(node.inputs[0]->dtype()) &&
+         cpu::ConvertibleFloat(node.output()->dtype());
 }
 
-// Between float32, bf16 and f16 (either way) a Cast is a oneDNN reorder, which converts with
-// round-to-nearest-even and keeps the layout.
-bool CastsByReorder(const Node& node) {
-  return FloatingDType(node.inputs[0]->dtype()) && FloatingDType(node.output()->dtype());
-}
-
-// oneDNN 2.6 reorders bf16 <-> f16 in no step: those go through a float32 copy in the workspace
-// (after the shared scratchpad), as a float32 Cast would round.
-class CastByReorderKernel : public Kernel {
+class CastFloatsKernel : public Kernel {
  public:
-  explicit CastByReorderKernel(const Node& node) {
-    const Value& x = *node.inputs[0];
-    const Value& y = *node.output();
-    const dnnl::memory::desc from = dnnl_util::Desc(x.shape(), x.dtype(), x.layout);
-    const dnnl::memory::desc to = dnnl_util::Desc(y.shape(), y.dtype(), y.layout);
-    if (x.dtype() == DType::kF32 || y.dtype() == DType::kF32) {
-      first_ = dnnl_util::ReorderStep(from, to);
-      copy_offset_ = first_.scratchpad_bytes();
-      return;
-    }
-    const dnnl::memory::desc f32 = dnnl_util::Desc(x.shape(), DType::kF32, x.layout);
-    first_ = dnnl_util::ReorderStep(from, f32);
-    second_ = dnnl_util::ReorderStep(f32, to);
-    copy_offset_ = AlignUp(std::max(first_.scratchpad_bytes(), second_->scratchpad_bytes()));
-    copy_bytes_ = f32.get_size();
-  }
-  size_t WorkspaceBytes() const override { return copy_offset_ + copy_bytes_; }
+  explicit CastFloatsKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    void* x = io.inputs[0].raw_data();   // any shape, one dtype
-    void* y = io.outputs[0].raw_data();  // same shape, the other
-    if (!second_) return first_.Run({{DNNL_ARG_FROM, x}, {DNNL_ARG_TO, y}}, io.workspace);
-    void* copy = static_cast<char*>(io.workspace) + copy_offset_;  // x in float32
-    LS_RETURN_IF_ERROR(first_.Run({{DNNL_ARG_FROM, x}, {DNNL_ARG_TO, copy}}, io.workspace));
-    return second_->Run({{DNNL_ARG_FROM, copy}, {DNNL_ARG_TO, y}}, io.workspace);
+    const Tensor& x = io.inputs[0];   // any shape and layout, one dtype
+    const Tensor& y = io.outputs[0];  // the same, the other dtype
+    cpu::ConvertFloats(x.raw_data(), x.dtype(), y.raw_data(), y.dtype(), x.numel());
+    return absl::OkStatus();
   }
-
- private:
-  dnnl_util::DnnlStep first_;
-  std::optional<dnnl_util::DnnlStep> second_;  // bf16 <-> f16 only
-  size_t copy_offset_ = 0;
-  size_t copy_bytes_ = 0;
 };
 
 template <typename From>
 absl::StatusOr<std::unique_ptr<Kernel>> CreateCast(const Node& node, const KernelContext& ctx) {
-  if (CastsByReorder(node)) return dnnl_util::MakeDnnlKernel<CastByReorderKernel>(node);
+  if (CastsFloats(node)) return std::make_unique<CastFloatsKernel>(node);
   if constexpr (std::is_arithmetic_v<From>) return MakeFactory<CastKernel<From>>()(node, ctx);
   return absl::UnimplementedError(absl::StrCat("no CPU Cast from ", DTypeName(DTypeOf<From>()),
                                                " to ", DTypeName(node.output()->dtype()),
                                                ": cast through f32"));
 }
 
-// Casts by reorder keep the input's layout (blocked activations stay blocked); the others are
-// plain.
+// Casts between floats keep the input's layout (blocked activations stay blocked); the others
+// are plain.
 LayoutChoice CastLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
                          const SharedLayouts& shared) {
-  return CastsByReorder(node) ? SameLayoutAsFirstInput(node, producer_layouts, shared)
-                              : PlainLayouts(node, producer_layouts, shared);
+  return CastsFloats(node) ? SameLayoutAsFirstInput(node, producer_layouts, shared)
+                           : PlainLayouts(node, producer_layouts, shared);
 }
 
 template <typename T>

@@ -1,15 +1,15 @@
 // The CPU's fallback for bf16 and f16 nodes it has no kernel for, or whose oneDNN kernel would
 // only emulate the dtype (a CPU without AVX512-BF16, f16 everywhere on oneDNN 2.6): the node's
-// float32 twin (the same node with every bf16 and f16 value float32) runs on float32 copies that
-// oneDNN reorders convert in the kernel's workspace. The twin decides the layouts, so a value
-// keeps one layout in both dtypes and each conversion is a plain element-wise reorder.
+// float32 twin (the same node with every bf16 and f16 value float32) runs on float32 copies in the
+// kernel's workspace. The twin decides the layouts, so a value keeps one layout in both dtypes
+// and each conversion is element by element (ops/cpu/convert_floats.h).
 
-#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "core/allocator.h"
 #include "graph/kernel.h"
-#include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/convert_floats.h"
 
 namespace lockstep {
 namespace {
@@ -45,11 +45,11 @@ std::unique_ptr<Twin> MakeTwin(const Node& node) {
   return twin;
 }
 
-// A low-precision value's float32 copy in the workspace, and the reorder between them.
+// A low-precision input's or output's float32 copy in the workspace.
 struct Conversion {
   size_t index;   // of the input or output
   size_t offset;  // of the float32 copy in the workspace
-  dnnl_util::DnnlStep reorder;
+  DType dtype;    // the graph's
 };
 
 class Float32FallbackKernel : public Kernel {
@@ -58,64 +58,47 @@ class Float32FallbackKernel : public Kernel {
   Float32FallbackKernel(const Node& node, std::unique_ptr<Twin> twin,
                         std::unique_ptr<Kernel> kernel)
       : twin_(std::move(twin)), kernel_(std::move(kernel)) {
-    size_t scratch = kernel_->WorkspaceBytes();
-    size_t copies = 0;
+    // The copies follow the twin's scratch.
+    size_t offset = AlignUp(kernel_->WorkspaceBytes());
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (LowPrecision(node.inputs[i]->dtype())) {
-        inputs_.push_back(Prepare(i, *node.inputs[i], /*input=*/true, &scratch, &copies));
+        inputs_.push_back({i, offset, node.inputs[i]->dtype()});
+        offset +=
+            AlignUp(LayoutBytes(node.inputs[i]->layout, node.inputs[i]->shape(), DType::kF32));
       }
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (LowPrecision(node.outputs[i]->dtype())) {
-        outputs_.push_back(Prepare(i, *node.outputs[i], /*input=*/false, &scratch, &copies));
+        outputs_.push_back({i, offset, node.outputs[i]->dtype()});
+        offset +=
+            AlignUp(LayoutBytes(node.outputs[i]->layout, node.outputs[i]->shape(), DType::kF32));
       }
     }
-    // The copies follow the scratch that the twin and the reorders share (they run in turn).
-    const size_t base = AlignUp(scratch);
-    for (auto* conversions : {&inputs_, &outputs_}) {
-      for (Conversion& c : *conversions) c.offset += base;
-    }
-    workspace_bytes_ = base + copies;
+    workspace_bytes_ = offset;
   }
   size_t WorkspaceBytes() const override { return workspace_bytes_; }
 
   absl::Status Run(const KernelIO& io) override {
     char* workspace = static_cast<char*>(io.workspace);
     KernelIO twin_io{io.inputs, io.outputs, io.workspace, io.stream};
-    for (Conversion& c : inputs_) {
-      Tensor& copy = twin_io.inputs[c.index];  // the input's shape, float32
-      copy = Tensor::Wrap(workspace + c.offset, copy.shape(), DType::kF32);
-      LS_RETURN_IF_ERROR(c.reorder.Run(
-          {{DNNL_ARG_FROM, io.inputs[c.index].raw_data()}, {DNNL_ARG_TO, copy.raw_data()}},
-          io.workspace));
+    for (const Conversion& c : inputs_) {
+      const Tensor& low = io.inputs[c.index];
+      twin_io.inputs[c.index] = Tensor::Wrap(workspace + c.offset, low.shape(), DType::kF32);
+      cpu::ConvertFloats(low.raw_data(), c.dtype, workspace + c.offset, DType::kF32, low.numel());
     }
     for (const Conversion& c : outputs_) {
-      Tensor& copy = twin_io.outputs[c.index];  // the output's shape, float32
-      copy = Tensor::Wrap(workspace + c.offset, copy.shape(), DType::kF32);
+      twin_io.outputs[c.index] =
+          Tensor::Wrap(workspace + c.offset, io.outputs[c.index].shape(), DType::kF32);
     }
     LS_RETURN_IF_ERROR(kernel_->Run(twin_io));
-    for (Conversion& c : outputs_) {
-      LS_RETURN_IF_ERROR(c.reorder.Run({{DNNL_ARG_FROM, twin_io.outputs[c.index].raw_data()},
-                                        {DNNL_ARG_TO, io.outputs[c.index].raw_data()}},
-                                       io.workspace));
+    for (const Conversion& c : outputs_) {
+      const Tensor& low = io.outputs[c.index];
+      cpu::ConvertFloats(workspace + c.offset, DType::kF32, low.raw_data(), c.dtype, low.numel());
     }
     return absl::OkStatus();
   }
 
  private:
-  // The reorder low -> float32 for an input, float32 -> low for an output, in the value's
-  // layout; its float32 copy at `*copies` bytes past the shared scratch.
-  static Conversion Prepare(size_t index, const Value& value, bool input, size_t* scratch,
-                            size_t* copies) {
-    const dnnl::memory::desc low = dnnl_util::Desc(value.shape(), value.dtype(), value.layout);
-    const dnnl::memory::desc wide = dnnl_util::Desc(value.shape(), DType::kF32, value.layout);
-    Conversion c{index, *copies,
-                 input ? dnnl_util::ReorderStep(low, wide) : dnnl_util::ReorderStep(wide, low)};
-    *scratch = std::max(*scratch, c.reorder.scratchpad_bytes());
-    *copies += AlignUp(wide.get_size());
-    return c;
-  }
-
   std::unique_ptr<Twin> twin_;
   std::unique_ptr<Kernel> kernel_;
   std::vector<Conversion> inputs_, outputs_;
@@ -131,11 +114,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CreateFallback(const Node& node, const K
   std::unique_ptr<Twin> twin = MakeTwin(node);
   LS_ASSIGN_OR_RETURN(const KernelDef* def, TwinDef(*twin));
   LS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, def->create(twin->node, ctx));
-  try {
-    return std::make_unique<Float32FallbackKernel>(node, std::move(twin), std::move(kernel));
-  } catch (const dnnl::error& e) {
-    return dnnl_util::ErrorStatus(e, "building the float32 conversions", __FILE__, __LINE__);
-  }
+  return std::make_unique<Float32FallbackKernel>(node, std::move(twin), std::move(kernel));
 }
 
 // The twin's layouts, so each conversion keeps the layout. Without a float32 kernel, plain: the
