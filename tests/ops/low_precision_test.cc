@@ -336,5 +336,27 @@ TEST(LowPrecisionTest, CpuComputesNatively) {
   }
 }
 
+// oneDNN's bf16 kernels where the CPU computes bf16, the float32 fallback (a kernel of no op)
+// elsewhere and for f16; the element-wise loops in every dtype.
+TEST(LowPrecisionTest, KernelsFallBackWhereTheCpuLacksTheDtype) {
+  const bool bf16 = BackendOf(Device::CPU()).ComputesNatively(DType::kBF16);
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(Name(dtype));
+    Graph graph;
+    Builder b(&graph);
+    Value* x = b.Input("x", {2, 16, 4, 4}, dtype);
+    Value* conv = b.Op1("Conv2D", {x, b.Input("w", {16, 16, 3, 3}, dtype)});
+    Value* relu = b.Op1("Relu", {conv});
+    ASSERT_TRUE(b.status().ok()) << b.status();
+    absl::StatusOr<const KernelDef*> conv_kernel =
+        KernelRegistry::Global().Find(*conv->producer, DeviceType::kCPU);
+    absl::StatusOr<const KernelDef*> relu_kernel =
+        KernelRegistry::Global().Find(*relu->producer, DeviceType::kCPU);
+    ASSERT_TRUE(conv_kernel.ok() && relu_kernel.ok());
+    EXPECT_EQ((*conv_kernel)->op, dtype == DType::kBF16 && bf16 ? "Conv2D" : "");
+    EXPECT_EQ((*relu_kernel)->op, "Relu");
+  }
+}
+
 }  // namespace
 }  // namespace lockstep
