@@ -5,6 +5,7 @@
 #include "core/half.h"
 #include "graph/kernel.h"
 #include "ops/cpu/convert_floats.h"
+#include "ops/cpu/cpu_layouts.h"
 #include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
 
@@ -187,11 +188,19 @@ absl::StatusOr<std::unique_ptr<Kernel>> CreateCast(const Node& node, const Kerne
 }
 
 // Casts between floats keep the input's layout (blocked activations stay blocked); the others
-// are plain.
+// are plain. A 4-D parameter's copy (the AMP pass casts convolution weights every step) takes the
+// weight layout the convolutions read, and so does the parameter it is stored from: else the
+// parameter would stay plain and every step reorder its copy.
 LayoutChoice CastLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
                          const SharedLayouts& shared) {
-  return CastsFloats(node) ? SameLayoutAsFirstInput(node, producer_layouts, shared)
-                           : PlainLayouts(node, producer_layouts, shared);
+  if (!CastsFloats(node)) return PlainLayouts(node, producer_layouts, shared);
+  const Value& x = *node.inputs[0];
+  if (x.producer->IsInput() && x.producer->role() == InputRole::kParameter &&
+      x.shape().size() == 4) {
+    const Layout layout = WeightLayoutIfEligible(x, shared);
+    return {{layout}, {layout}};
+  }
+  return SameLayoutAsFirstInput(node, producer_layouts, shared);
 }
 
 template <typename T>

@@ -112,8 +112,14 @@ absl::StatusOr<const KernelDef*> TwinDef(const Twin& twin) {
 
 absl::StatusOr<std::unique_ptr<Kernel>> CreateFallback(const Node& node, const KernelContext& ctx) {
   std::unique_ptr<Twin> twin = MakeTwin(node);
-  LS_ASSIGN_OR_RETURN(const KernelDef* def, TwinDef(*twin));
-  LS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, def->create(twin->node, ctx));
+  absl::StatusOr<const KernelDef*> def = TwinDef(*twin);
+  if (!def.ok()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "no CPU kernel for ", node.Describe(), " in ",
+        DTypeName(node.inputs.empty() ? node.output()->dtype() : node.inputs[0]->dtype()),
+        ", nor in float32 to convert through"));
+  }
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, (*def)->create(twin->node, ctx));
   return std::make_unique<Float32FallbackKernel>(node, std::move(twin), std::move(kernel));
 }
 
