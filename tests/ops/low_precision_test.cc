@@ -12,7 +12,9 @@
 #include "core/backend.h"
 #include "core/half.h"
 #include "graph/builder.h"
+#include "graph/compile.h"
 #include "graph/kernel.h"
+#include "ops/cpu/cpu_layouts.h"
 #include "tests/testing/grad_check.h"
 
 namespace lockstep {
@@ -334,6 +336,28 @@ TEST(LowPrecisionTest, CpuComputesNatively) {
   if (isa != nullptr && std::string(isa) == "AVX2") {
     EXPECT_FALSE(cpu.ComputesNatively(DType::kBF16));
   }
+}
+
+// The AMP pass casts convolution weights every step: the parameter and its bf16 copy both take
+// the weight layout the convolution reads, so nothing is reordered but the result.
+TEST(LowPrecisionTest, CastWeightsKeepTheConvolutionsLayout) {
+  auto graph = std::make_unique<Graph>();
+  Builder b(graph.get());
+  auto bf16 = [&](Value* v) { return b.Op1("Cast", {v}, {{"dtype", std::string("bf16")}}); };
+  Value* x = b.Op1("Relu", {bf16(b.Input("x", {2, 16, 6, 6}))});
+  Value* y = b.Op1("Conv2D", {x, bf16(b.Parameter("w", {16, 16, 3, 3}))});
+  graph->AddOutput("y", b.Op1("Cast", {y}, {{"dtype", std::string("f32")}}), OutputKind::kResult);
+  ASSERT_TRUE(b.status().ok()) << b.status();
+  auto executor = Compile(std::move(graph), {});
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  int reorders = 0;
+  for (const auto& node : (*executor)->graph().nodes()) {
+    if (node->op->name() == "Reorder") ++reorders;
+    if (node->op->name() != "Conv2D") continue;
+    EXPECT_EQ(node->inputs[1]->layout, NativeWeightLayout());
+    EXPECT_EQ(node->inputs[1]->producer->inputs[0]->layout, NativeWeightLayout());
+  }
+  EXPECT_EQ(reorders, 2);  // x into the blocked layout, the result out of it
 }
 
 // oneDNN's bf16 kernels where the CPU computes bf16, the float32 fallback (a kernel of no op)
