@@ -2,6 +2,7 @@
 
 #include "core/half.h"
 #include "core/logging.h"
+#include "ops/cpu/vector_loop.h"
 
 namespace lockstep::cpu {
 namespace {
@@ -10,8 +11,7 @@ template <typename From, typename To>
 void Convert(const void* from, void* to, int64_t n) {
   const From* x = static_cast<const From*>(from);
   To* y = static_cast<To*>(to);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = FloatTo<To>(ToFloat(x[i]));
+  ParallelFor(n, [&](int64_t i) { y[i] = FloatTo<To>(ToFloat(x[i])); });
 }
 
 template <typename From>

@@ -6,18 +6,14 @@
 #include "graph/kernel.h"
 #include "ops/cpu/convert_floats.h"
 #include "ops/cpu/cpu_layouts.h"
+#include "ops/cpu/vector_loop.h"
 #include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
 
 namespace lockstep {
 namespace {
 
-// Applies fn(i) for i in [0, n) over OpenMP threads.
-template <typename Fn>
-void ParallelFor(int64_t n, Fn fn) {
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) fn(i);
-}
+using cpu::ParallelFor;
 
 // Every kernel below is templated on the element type T (float, BFloat16, Float16): it computes
 // in float32 (the shared math of ops/elementwise_math.h) and rounds once into T, so a bf16 loop
