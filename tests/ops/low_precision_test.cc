@@ -15,6 +15,7 @@
 #include "graph/compile.h"
 #include "graph/kernel.h"
 #include "ops/cpu/cpu_layouts.h"
+#include "ops/cpu/vector_loop.h"
 #include "tests/testing/grad_check.h"
 
 namespace lockstep {
@@ -335,6 +336,16 @@ TEST(LowPrecisionTest, CpuComputesNatively) {
   const char* isa = std::getenv("DNNL_MAX_CPU_ISA");
   if (isa != nullptr && std::string(isa) == "AVX2") {
     EXPECT_FALSE(cpu.ComputesNatively(DType::kBF16));
+    EXPECT_EQ(cpu::LoopIsa(), cpu::VectorIsa::kAvx2);  // the own loops follow oneDNN's cap
+  }
+}
+
+// Each thread's part of the range: every index once, whatever the count.
+TEST(LowPrecisionTest, VectorLoopVisitsEveryIndexOnce) {
+  for (int64_t n : {0, 1, 3, 17, 1000}) {
+    std::vector<int> visits(n, 0);
+    cpu::ParallelFor(n, [&](int64_t i) { ++visits[i]; });
+    EXPECT_EQ(std::count(visits.begin(), visits.end(), 1), n) << n;
   }
 }
 
