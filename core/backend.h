@@ -68,6 +68,11 @@ class Backend {
   // common such values stay plain. See parallel/shared_layouts.h, SharedLayouts in
   // graph/kernel.h.
   virtual std::vector<Layout> SharedLayoutOffer() const { return {}; }
+  // Whether this device's hardware computes in `dtype` (low precision gains speed only where it
+  // does). Float32, float64 and the integers everywhere; bf16 and f16 where a backend says so.
+  virtual bool ComputesNatively(DType dtype) const {
+    return dtype != DType::kBF16 && dtype != DType::kF16;
+  }
 };
 
 // Registers `backend` for `type`; a type has at most one backend.

@@ -71,9 +71,23 @@ std::vector<std::pair<std::string, DType>> KernelRegistry::Registered(DeviceType
   return keys;
 }
 
+bool KernelRegistry::RegisterFallback(DeviceType device, DType dtype, KernelDef def) {
+  LS_CHECK(fallbacks_.count({device, dtype}) == 0)
+      << "fallback for " << DTypeName(dtype) << " registered twice";
+  fallbacks_.emplace(std::make_pair(device, dtype), std::move(def));
+  return true;
+}
+
 absl::StatusOr<const KernelDef*> KernelRegistry::Find(const Node& node, DeviceType device) const {
   DType dtype = node.inputs.empty() ? node.output(0)->dtype() : node.inputs[0]->dtype();
   auto it = kernels_.find(std::make_tuple(node.op->name(), device, dtype));
+  const bool native =
+      it != kernels_.end() &&
+      (!it->second.needs_native_dtype || BackendOf(Device{device, 0}).ComputesNatively(dtype));
+  if (!native) {
+    auto fallback = fallbacks_.find({device, dtype});
+    if (fallback != fallbacks_.end()) return &fallback->second;
+  }
   if (it == kernels_.end()) {
     return absl::UnimplementedError(
         absl::StrCat("no ", absl::AsciiStrToUpper(DeviceTypeName(device)), " kernel for ",

@@ -90,6 +90,9 @@ struct KernelDef {
   DType dtype = DType::kF32;
   KernelFactory create;
   LayoutFn layouts = PlainLayouts;
+  // Worth running only where the device's backend ComputesNatively(dtype) (a library kernel that
+  // emulates the dtype elsewhere); otherwise the device's fallback for the dtype runs the node.
+  bool needs_native_dtype = false;
 };
 
 // A factory for kernels whose constructor takes the node and cannot fail.
@@ -104,8 +107,12 @@ class KernelRegistry {
  public:
   static KernelRegistry& Global();
   bool Register(KernelDef def);
+  // The kernel `device` runs for any op in `dtype` that has no kernel of its own in it, or whose
+  // kernel needs a native dtype the device lacks (the CPU: bf16 and f16 through float32). Its
+  // op field is unused.
+  bool RegisterFallback(DeviceType device, DType dtype, KernelDef def);
   // The kernel for a node: keyed by op, device and the dtype of input 0 (output 0 for nodes
-  // without inputs).
+  // without inputs); else the device's fallback for that dtype.
   absl::StatusOr<const KernelDef*> Find(const Node& node, DeviceType device) const;
   bool Has(const std::string& op, DeviceType device, DType dtype) const;
   // Every (op, dtype) with a kernel for `device`, sorted.
@@ -113,6 +120,7 @@ class KernelRegistry {
 
  private:
   std::map<std::tuple<std::string, DeviceType, DType>, KernelDef> kernels_;
+  std::map<std::pair<DeviceType, DType>, KernelDef> fallbacks_;
 };
 
 }  // namespace lockstep

@@ -22,31 +22,51 @@ absl::Status CheckActivation(const TensorType& x) {
   return absl::OkStatus();
 }
 
-// Inputs 1, 2, ... (named in `names`) must be (C) vectors of x's dtype or, under mixed
-// precision, float32 (scale and bias below O3, the statistics always).
-absl::Status CheckChannelVectors(const InferContext& ctx,
+bool LowPrecision(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16; }
+
+// The dtype of the statistics (batch and running mean and variance): float32 for bf16 and f16
+// data, else x's own.
+DType StatisticsDType(const TensorType& x) { return LowPrecision(x.dtype) ? DType::kF32 : x.dtype; }
+
+// Inputs first, first + 1, ... (named in `names`) must be (C) vectors: statistics in
+// StatisticsDType, parameters (scale and shift) in it or in x's dtype (mixed precision at O3).
+absl::Status CheckChannelVectors(const InferContext& ctx, size_t first, bool parameters,
                                  std::initializer_list<const char*> names) {
   const TensorType& x = ctx.inputs[0];
-  const TensorType expected{{x.shape[1]}, x.dtype};
-  size_t i = 1;
+  const TensorType expected{{x.shape[1]}, StatisticsDType(x)};
+  size_t i = first;
   for (const char* name : names) {
     const TensorType& input = ctx.inputs[i++];
-    if (input == expected || input == TensorType{expected.shape, DType::kF32}) continue;
-    return absl::InvalidArgumentError(absl::StrCat(name, " must be ", TypeToString(expected),
-                                                   " (or f32) to match x ", TypeToString(x),
-                                                   ", got ", TypeToString(input)));
+    if (input == expected || (parameters && input == TensorType{expected.shape, x.dtype})) {
+      continue;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, " must be ", TypeToString(expected),
+        parameters && x.dtype != expected.dtype ? absl::StrCat(" or ", DTypeName(x.dtype)) : "",
+        " for x ", TypeToString(x), ", got ", TypeToString(input)));
   }
   return absl::OkStatus();
+}
+
+// Same dtype for the scale and shift (gamma and beta).
+absl::Status CheckSameParameterDType(const InferContext& ctx) {
+  if (ctx.inputs[1].dtype == ctx.inputs[2].dtype) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("gamma ", TypeToString(ctx.inputs[1]),
+                                                 " and beta ", TypeToString(ctx.inputs[2]),
+                                                 " must have one dtype"));
 }
 
 TensorType ReluMaskType(const TensorType& x) { return {{NumElements(x.shape)}, DType::kU8}; }
 
 // (x, gamma, beta, running_mean, running_var) -> (y, saved_mean, saved_var, running_mean',
-// running_var').
+// running_var'). bf16 or f16 x keeps float32 statistics, with gamma and beta in either dtype.
 absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) {
   const TensorType& x = ctx.inputs[0];
   LS_RETURN_IF_ERROR(CheckActivation(x));
-  LS_RETURN_IF_ERROR(CheckChannelVectors(ctx, {"gamma", "beta", "running_mean", "running_var"}));
+  LS_RETURN_IF_ERROR(CheckChannelVectors(ctx, 1, /*parameters=*/true, {"gamma", "beta"}));
+  LS_RETURN_IF_ERROR(CheckSameParameterDType(ctx));
+  LS_RETURN_IF_ERROR(
+      CheckChannelVectors(ctx, 3, /*parameters=*/false, {"running_mean", "running_var"}));
   // The unbiased variance for the running average divides by (values per channel - 1).
   if (NumElements(x.shape) / x.shape[1] < 2) {
     return absl::InvalidArgumentError(
@@ -58,11 +78,14 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNorm(const InferContext& ctx) 
   return std::vector<TensorType>{x, statistics, statistics, statistics, statistics};
 }
 
-// (x, gamma, saved_mean, saved_var, dy) -> (dx, dgamma, dbeta).
+// (x, gamma, saved_mean, saved_var, dy) -> (dx, dgamma, dbeta): dx like x, dgamma and dbeta
+// like gamma.
 absl::StatusOr<std::vector<TensorType>> InferBatchNormGrad(const InferContext& ctx) {
   const TensorType& x = ctx.inputs[0];
   LS_RETURN_IF_ERROR(CheckActivation(x));
-  LS_RETURN_IF_ERROR(CheckChannelVectors(ctx, {"gamma", "saved_mean", "saved_var"}));
+  LS_RETURN_IF_ERROR(CheckChannelVectors(ctx, 1, /*parameters=*/true, {"gamma"}));
+  LS_RETURN_IF_ERROR(
+      CheckChannelVectors(ctx, 2, /*parameters=*/false, {"saved_mean", "saved_var"}));
   if (ctx.inputs[4] != x) {
     return absl::InvalidArgumentError(
         absl::StrCat("dy must be ", TypeToString(x), " like x, got ", TypeToString(ctx.inputs[4])));
@@ -92,7 +115,9 @@ absl::StatusOr<std::vector<TensorType>> InferBatchNormReluGrad(const InferContex
 // (x, gamma, beta, mean, var) -> y.
 absl::StatusOr<std::vector<TensorType>> InferBatchNormInference(const InferContext& ctx) {
   LS_RETURN_IF_ERROR(CheckActivation(ctx.inputs[0]));
-  LS_RETURN_IF_ERROR(CheckChannelVectors(ctx, {"gamma", "beta", "mean", "var"}));
+  LS_RETURN_IF_ERROR(CheckChannelVectors(ctx, 1, /*parameters=*/true, {"gamma", "beta"}));
+  LS_RETURN_IF_ERROR(CheckSameParameterDType(ctx));
+  LS_RETURN_IF_ERROR(CheckChannelVectors(ctx, 3, /*parameters=*/false, {"mean", "var"}));
   return std::vector<TensorType>{ctx.inputs[0]};
 }
 

@@ -49,6 +49,10 @@ absl::StatusOr<std::vector<TensorType>> InferBiasAdd(const InferContext& ctx) {
         absl::StrCat("bias must be (C) with C = dimension 1 of x, got x ", TypeToString(x),
                      " and bias ", TypeToString(bias)));
   }
+  if (bias.dtype != x.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("bias must have x's dtype ", DTypeName(x.dtype),
+                                                   ", got bias ", TypeToString(bias)));
+  }
   return std::vector<TensorType>{x};
 }
 

@@ -84,6 +84,10 @@ absl::StatusOr<std::vector<TensorType>> InferMaxPoolGrad(const InferContext& ctx
   const TensorType& x = ctx.inputs[0];
   LS_ASSIGN_OR_RETURN(Shape y, PoolOutputShape(x.shape, ctx.attrs));
   LS_RETURN_IF_ERROR(CheckDy(ctx.inputs[1], y, x.shape));
+  if (ctx.inputs[1].dtype != x.dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("dy must have x's dtype ", DTypeName(x.dtype),
+                                                   ", got ", TypeToString(ctx.inputs[1])));
+  }
   return std::vector<TensorType>{x};
 }
 

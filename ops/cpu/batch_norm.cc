@@ -1,9 +1,16 @@
 // oneDNN batch normalization. Activations (x, y, dy, dx) are blocked when eligible so BN sits
 // between convolutions without reorders; the per-channel vectors are plain (C). BatchNormRelu and
 // its gradient are the same primitives with oneDNN's fused ReLU, whose mask the forward writes
-// into its output 5 and the backward reads from its input 5.
+// into its output 5 and the backward reads from its input 5. Data (x, y, dy, dx) may be bf16;
+// statistics are always float32, and so are the scale and shift oneDNN takes: where the graph
+// holds them (and their gradients) in bf16 or f16, the kernel converts them in its workspace.
 
+#include <optional>
+#include <vector>
+
+#include "core/allocator.h"
 #include "graph/kernel.h"
+#include "ops/cpu/convert_floats.h"
 #include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/dnnl_util.h"
 
@@ -54,6 +61,71 @@ dnnl_util::DnnlStep ForwardStep(const dnnl::batch_normalization_forward::primiti
   return step;
 }
 
+// The (C) scale, shift and their gradients in float32 for oneDNN, where the graph holds them in
+// bf16 or f16: slots in the kernel's workspace after the primitive's scratchpad, filled from the
+// vectors the primitive reads before it runs and copied into those it writes after.
+class Float32Vectors {
+ public:
+  // The node's (C) vectors the primitive reads and those it writes, by (input or output) index.
+  Float32Vectors(const Node& node, const std::vector<int>& read, const std::vector<int>& written,
+                 size_t scratchpad)
+      : channels_(node.inputs[0]->shape()[1]) {
+    size_t offset = AlignUp(scratchpad);
+    for (int i : read) Add(node.inputs[i]->dtype(), true, i, &offset);
+    for (int i : written) Add(node.output(i)->dtype(), false, i, &offset);
+    workspace_bytes_ = offset;
+  }
+  size_t WorkspaceBytes() const { return workspace_bytes_; }
+
+  // Where the primitive finds input `i` (converted first) or output `i`.
+  void* Input(int i, const KernelIO& io) const {
+    const Slot* slot = Find(true, i);
+    if (slot == nullptr) return io.inputs[i].raw_data();
+    void* f32 = SlotData(*slot, io);
+    cpu::ConvertFloats(io.inputs[i].raw_data(), slot->dtype, f32, DType::kF32, channels_);
+    return f32;
+  }
+  void* Output(int i, const KernelIO& io) const {
+    const Slot* slot = Find(false, i);
+    return slot == nullptr ? io.outputs[i].raw_data() : SlotData(*slot, io);
+  }
+  // After the primitive: the float32 gradients into the graph's outputs.
+  void WriteOutputs(const KernelIO& io) const {
+    for (const Slot& slot : slots_) {
+      if (slot.read) continue;
+      cpu::ConvertFloats(SlotData(slot, io), DType::kF32, io.outputs[slot.index].raw_data(),
+                         slot.dtype, channels_);
+    }
+  }
+
+ private:
+  struct Slot {
+    bool read;
+    int index;
+    DType dtype;    // the graph's
+    size_t offset;  // in the workspace
+  };
+
+  void Add(DType dtype, bool read, int index, size_t* offset) {
+    if (dtype == DType::kF32) return;
+    slots_.push_back({read, index, dtype, *offset});
+    *offset += AlignUp(channels_ * sizeof(float));
+  }
+  const Slot* Find(bool read, int index) const {
+    for (const Slot& slot : slots_) {
+      if (slot.read == read && slot.index == index) return &slot;
+    }
+    return nullptr;
+  }
+  static void* SlotData(const Slot& slot, const KernelIO& io) {
+    return static_cast<char*>(io.workspace) + slot.offset;
+  }
+
+  int64_t channels_;
+  std::vector<Slot> slots_;
+  size_t workspace_bytes_ = 0;
+};
+
 // Batch statistics from oneDNN, then the running averages, which oneDNN does not keep.
 class BatchNormKernel : public Kernel {
  public:
@@ -66,15 +138,18 @@ class BatchNormKernel : public Kernel {
     step_ = ForwardStep(pd, node);
     if (FusesRelu(node))
       step_.Arg(DNNL_ARG_WORKSPACE, dnnl_util::WorkspaceDesc(pd, *node.output(5)));
+    vectors_.emplace(node, std::vector<int>{1, 2}, std::vector<int>{}, step_.scratchpad_bytes());
   }
-  size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
+  size_t WorkspaceBytes() const override { return vectors_->WorkspaceBytes(); }
 
   absl::Status Run(const KernelIO& io) override {
     // The mask's slot is unused (and absent) without the fused ReLU.
     void* mask = io.outputs.size() > 5 ? io.outputs[5].raw_data() : nullptr;
-    LS_RETURN_IF_ERROR(step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},        // (N, C, ...)
-                                  {DNNL_ARG_SCALE, io.inputs[1].raw_data()},      // (C)
-                                  {DNNL_ARG_SHIFT, io.inputs[2].raw_data()},      // (C)
+    void* scale = vectors_->Input(1, io);                                   // (C) float32
+    void* shift = vectors_->Input(2, io);                                   // (C) float32
+    LS_RETURN_IF_ERROR(step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},  // (N, C, ...)
+                                  {DNNL_ARG_SCALE, scale},
+                                  {DNNL_ARG_SHIFT, shift},
                                   {DNNL_ARG_DST, io.outputs[0].raw_data()},       // (N, C, ...)
                                   {DNNL_ARG_MEAN, io.outputs[1].raw_data()},      // (C)
                                   {DNNL_ARG_VARIANCE, io.outputs[2].raw_data()},  // (C)
@@ -100,6 +175,7 @@ class BatchNormKernel : public Kernel {
   float momentum_;
   float unbias_;  // M / (M - 1) for M values per channel
   dnnl_util::DnnlStep step_;
+  std::optional<Float32Vectors> vectors_;
 };
 
 class BatchNormGradKernel : public Kernel {
@@ -123,27 +199,32 @@ class BatchNormGradKernel : public Kernel {
     }
     if (FusesRelu(node))
       step_.Arg(DNNL_ARG_WORKSPACE, dnnl_util::WorkspaceDesc(pd, *node.inputs[5]));
+    vectors_.emplace(node, std::vector<int>{1}, std::vector<int>{1, 2}, step_.scratchpad_bytes());
   }
-  size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
+  size_t WorkspaceBytes() const override { return vectors_->WorkspaceBytes(); }
 
   absl::Status Run(const KernelIO& io) override {
     void* mask = io.inputs.size() > 5 ? io.inputs[5].raw_data() : nullptr;
-    return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},    // (N, C, ...)
-                      {DNNL_ARG_SCALE, io.inputs[1].raw_data()},  // (C) gamma
-                      // oneDNN 2.6 insists on a shift argument here but never reads it.
-                      {DNNL_ARG_SHIFT, io.inputs[1].raw_data()},
-                      {DNNL_ARG_MEAN, io.inputs[2].raw_data()},         // (C) saved mean
-                      {DNNL_ARG_VARIANCE, io.inputs[3].raw_data()},     // (C) saved variance
-                      {DNNL_ARG_DIFF_DST, io.inputs[4].raw_data()},     // (N, C, ...)
-                      {DNNL_ARG_DIFF_SRC, io.outputs[0].raw_data()},    // (N, C, ...)
-                      {DNNL_ARG_DIFF_SCALE, io.outputs[1].raw_data()},  // (C)
-                      {DNNL_ARG_DIFF_SHIFT, io.outputs[2].raw_data()},  // (C)
-                      {DNNL_ARG_WORKSPACE, mask}},
-                     io.workspace);
+    void* gamma = vectors_->Input(1, io);                                   // (C) float32
+    LS_RETURN_IF_ERROR(step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},  // (N, C, ...)
+                                  {DNNL_ARG_SCALE, gamma},
+                                  // oneDNN 2.6 insists on a shift argument here but never reads it.
+                                  {DNNL_ARG_SHIFT, gamma},
+                                  {DNNL_ARG_MEAN, io.inputs[2].raw_data()},        // (C) saved mean
+                                  {DNNL_ARG_VARIANCE, io.inputs[3].raw_data()},    // (C) saved var
+                                  {DNNL_ARG_DIFF_DST, io.inputs[4].raw_data()},    // (N, C, ...)
+                                  {DNNL_ARG_DIFF_SRC, io.outputs[0].raw_data()},   // (N, C, ...)
+                                  {DNNL_ARG_DIFF_SCALE, vectors_->Output(1, io)},  // (C) float32
+                                  {DNNL_ARG_DIFF_SHIFT, vectors_->Output(2, io)},  // (C) float32
+                                  {DNNL_ARG_WORKSPACE, mask}},
+                                 io.workspace));
+    vectors_->WriteOutputs(io);
+    return absl::OkStatus();
   }
 
  private:
   dnnl_util::DnnlStep step_;
+  std::optional<Float32Vectors> vectors_;
 };
 
 class BatchNormInferenceKernel : public Kernel {
@@ -153,13 +234,16 @@ class BatchNormInferenceKernel : public Kernel {
         dnnl::prop_kind::forward_inference, ActivationDesc(*node.inputs[0]), Epsilon(node),
         kScaleShift | normalization_flags::use_global_stats);
     step_ = ForwardStep({desc, dnnl_util::ScratchpadAttr(), dnnl_util::CpuEngine()}, node);
+    vectors_.emplace(node, std::vector<int>{1, 2}, std::vector<int>{}, step_.scratchpad_bytes());
   }
-  size_t WorkspaceBytes() const override { return step_.scratchpad_bytes(); }
+  size_t WorkspaceBytes() const override { return vectors_->WorkspaceBytes(); }
 
   absl::Status Run(const KernelIO& io) override {
-    return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},       // (N, C, ...)
-                      {DNNL_ARG_SCALE, io.inputs[1].raw_data()},     // (C)
-                      {DNNL_ARG_SHIFT, io.inputs[2].raw_data()},     // (C)
+    void* scale = vectors_->Input(1, io);                       // (C) float32
+    void* shift = vectors_->Input(2, io);                       // (C) float32
+    return step_.Run({{DNNL_ARG_SRC, io.inputs[0].raw_data()},  // (N, C, ...)
+                      {DNNL_ARG_SCALE, scale},
+                      {DNNL_ARG_SHIFT, shift},
                       {DNNL_ARG_MEAN, io.inputs[3].raw_data()},      // (C)
                       {DNNL_ARG_VARIANCE, io.inputs[4].raw_data()},  // (C)
                       {DNNL_ARG_DST, io.outputs[0].raw_data()}},     // (N, C, ...)
@@ -168,23 +252,24 @@ class BatchNormInferenceKernel : public Kernel {
 
  private:
   dnnl_util::DnnlStep step_;
+  std::optional<Float32Vectors> vectors_;
 };
 
-REGISTER_KERNEL({.op = "BatchNorm",
-                 .create = dnnl_util::DnnlFactory<BatchNormKernel>(),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "BatchNormGrad",
-                 .create = dnnl_util::DnnlFactory<BatchNormGradKernel>(),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "BatchNormRelu",
-                 .create = dnnl_util::DnnlFactory<BatchNormKernel>(),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "BatchNormReluGrad",
-                 .create = dnnl_util::DnnlFactory<BatchNormGradKernel>(),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "BatchNormInference",
-                 .create = dnnl_util::DnnlFactory<BatchNormInferenceKernel>(),
-                 .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "BatchNorm",
+                      .create = dnnl_util::DnnlFactory<BatchNormKernel>(),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "BatchNormGrad",
+                      .create = dnnl_util::DnnlFactory<BatchNormGradKernel>(),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "BatchNormRelu",
+                      .create = dnnl_util::DnnlFactory<BatchNormKernel>(),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "BatchNormReluGrad",
+                      .create = dnnl_util::DnnlFactory<BatchNormGradKernel>(),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "BatchNormInference",
+                      .create = dnnl_util::DnnlFactory<BatchNormInferenceKernel>(),
+                      .layouts = BlockedWhereEligible});
 
 }  // namespace
 }  // namespace lockstep

@@ -36,12 +36,13 @@ ConvDescs MakeConvDescs(const Node& node, const TensorType& x, Layout x_layout, 
   const int64_t groups = node.attrs.GetInt("groups");
   const memory::dims weight_dims =
       groups == 1 ? dnnl_util::Dims(w) : memory::dims{groups, w[0] / groups, w[1], w[2], w[3]};
-  const auto f32 = memory::data_type::f32;
+  // The weights have x's dtype (the op's shape inference says so).
+  const auto w_type = dnnl_util::DataType(x.dtype);
   ConvDescs d{.src = dnnl_util::Desc(x.shape, x.dtype, x_layout),
               .dst = dnnl_util::Desc(y.shape, y.dtype, y_layout),
-              .weights = groups == 1 ? dnnl_util::Desc(w, DType::kF32, w_layout)
-                                     : memory::desc(weight_dims, f32, memory::format_tag::goihw),
-              .any_weights = memory::desc(weight_dims, f32, memory::format_tag::any),
+              .weights = groups == 1 ? dnnl_util::Desc(w, x.dtype, w_layout)
+                                     : memory::desc(weight_dims, w_type, memory::format_tag::goihw),
+              .any_weights = memory::desc(weight_dims, w_type, memory::format_tag::any),
               .strides = dnnl_util::Dims(node.attrs.GetInts("stride")),
               .dilates = dnnl_util::Dims(node.attrs.GetInts("dilation")),
               .padding = dnnl_util::Dims(node.attrs.GetInts("padding"))};
@@ -232,11 +233,11 @@ LayoutChoice BackpropLayouts(const Node& node, const std::vector<Layout>& produc
   return choice;
 }
 
-// oneDNN's filter-gradient kernel, or one matmul over the whole batch where oneDNN would run its
-// gemm-based kernel image by image (see conv_filter_matmul.h).
+// oneDNN's filter-gradient kernel, or one matmul over the whole batch (float32) where oneDNN
+// would run its gemm-based kernel image by image (see conv_filter_matmul.h).
 absl::StatusOr<std::unique_ptr<Kernel>> CreateBackpropFilterKernel(const Node& node,
                                                                    const KernelContext&) {
-  if (FilterGradByMatmulFits(node)) {
+  if (node.inputs[0]->dtype() == DType::kF32 && FilterGradByMatmulFits(node)) {
     std::string impl;
     try {
       impl =
@@ -252,15 +253,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> CreateBackpropFilterKernel(const Node& n
   return dnnl_util::MakeDnnlKernel<Conv2DBackpropFilterKernel>(node);
 }
 
-REGISTER_KERNEL({.op = "Conv2D",
-                 .create = dnnl_util::DnnlFactory<Conv2DKernel>(),
-                 .layouts = ConvLayouts<1>});
-REGISTER_KERNEL({.op = "Conv2DBackpropInput",
-                 .create = dnnl_util::DnnlFactory<Conv2DBackpropInputKernel>(),
-                 .layouts = BackpropLayouts<1>});
-REGISTER_KERNEL({.op = "Conv2DBackpropFilter",
-                 .create = CreateBackpropFilterKernel,
-                 .layouts = BackpropLayouts<kWeightsOut>});
+REGISTER_DNNL_KERNEL({.op = "Conv2D",
+                      .create = dnnl_util::DnnlFactory<Conv2DKernel>(),
+                      .layouts = ConvLayouts<1>});
+REGISTER_DNNL_KERNEL({.op = "Conv2DBackpropInput",
+                      .create = dnnl_util::DnnlFactory<Conv2DBackpropInputKernel>(),
+                      .layouts = BackpropLayouts<1>});
+REGISTER_DNNL_KERNEL({.op = "Conv2DBackpropFilter",
+                      .create = CreateBackpropFilterKernel,
+                      .layouts = BackpropLayouts<kWeightsOut>});
 
 }  // namespace
 }  // namespace lockstep

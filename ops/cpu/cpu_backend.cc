@@ -2,6 +2,8 @@
 // (cpu_layouts.h), reordered by oneDNN, and the "Reorder" op (ops/layout.cc) that AssignLayouts
 // inserts between kernels that want different layouts.
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include "absl/strings/str_cat.h"
 #include "core/host_backend.h"
 #include "ops/cpu/cpu_layouts.h"
@@ -32,6 +34,15 @@ class CpuBackend : public HostBackend {
 
   std::string reorder_op() const override { return "Reorder"; }
   std::vector<Layout> SharedLayoutOffer() const override { return cpu::WeightLayoutOffer(); }
+  // bf16 where oneDNN dispatches to AVX512-BF16 or AMX kernels (DNNL_MAX_CPU_ISA caps it); f16
+  // nowhere: oneDNN 2.6 has no f16 CPU kernels.
+  bool ComputesNatively(DType dtype) const override {
+    if (dtype == DType::kF16) return false;
+    if (dtype != DType::kBF16) return true;
+    static const bool bf16 = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_bf16) ==
+                             dnnl_cpu_isa_avx512_core_bf16;
+    return bf16;
+  }
 };
 
 REGISTER_BACKEND(DeviceType::kCPU, CpuBackend);

@@ -14,10 +14,13 @@ bool OneDnnUsesAvx512() {
   return avx512;
 }
 
-// Float32, 4-D, and the blocked dimensions whole multiples of `block`.
+// Float32, bf16 or f16 (a value's bytes follow its dtype), 4-D, and the blocked dimensions whole
+// multiples of `block`.
 LayoutInfo Blocked(std::string name, int block, bool weights) {
   return {std::move(name), [block, weights](const Shape& shape, DType dtype) {
-            return dtype == DType::kF32 && shape.size() == 4 && shape[1] % block == 0 &&
+            const bool floating =
+                dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
+            return floating && shape.size() == 4 && shape[1] % block == 0 &&
                    (!weights || shape[0] % block == 0);
           }};
 }

@@ -103,4 +103,12 @@ absl::Status DnnlStep::Run(std::initializer_list<std::pair<int, void*>> handles,
   return absl::OkStatus();
 }
 
+bool RegisterFloat32AndBf16(KernelDef def) {
+  KernelDef bf16 = def;
+  bf16.dtype = DType::kBF16;
+  bf16.needs_native_dtype = true;
+  return KernelRegistry::Global().Register(std::move(def)) &&
+         KernelRegistry::Global().Register(std::move(bf16));
+}
+
 }  // namespace lockstep::dnnl_util

@@ -88,6 +88,11 @@ dnnl::memory::desc WorkspaceDesc(const Pd& pd, const Value& holder) {
   return desc;
 }
 
+// Registers `def` for float32, and for bf16 where the CPU computes it natively (elsewhere the
+// float32 fallback, ops/cpu/float32_fallback.cc, runs bf16 nodes). oneDNN 2.6 has no f16 CPU
+// kernels: f16 nodes always take the fallback.
+bool RegisterFloat32AndBf16(KernelDef def);
+
 }  // namespace lockstep::dnnl_util
 
 // Runs a oneDNN call; a dnnl::error becomes a Status with the call text and file:line.
@@ -99,3 +104,8 @@ dnnl::memory::desc WorkspaceDesc(const Pd& pd, const Value& holder) {
       return ::lockstep::dnnl_util::ErrorStatus(ls_dnnl_error_, #expr, __FILE__, __LINE__); \
     }                                                                                       \
   } while (0)
+
+// REGISTER_DNNL_KERNEL({.op = "Conv2D", ...}): REGISTER_KERNEL in float32 and bf16.
+#define REGISTER_DNNL_KERNEL(...)                                             \
+  [[maybe_unused]] static const bool LS_KERNEL_CONCAT(ls_kernel_, __LINE__) = \
+      ::lockstep::dnnl_util::RegisterFloat32AndBf16(::lockstep::KernelDef __VA_ARGS__)

@@ -1,89 +1,110 @@
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
+#include "core/half.h"
 #include "graph/kernel.h"
+#include "ops/cpu/convert_floats.h"
+#include "ops/cpu/cpu_layouts.h"
+#include "ops/cpu/vector_loop.h"
 #include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
 
 namespace lockstep {
 namespace {
 
-// Applies fn(i) for i in [0, n) over OpenMP threads.
-template <typename Fn>
-void ParallelFor(int64_t n, Fn fn) {
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) fn(i);
-}
+using cpu::ParallelFor;
 
+// Every kernel below is templated on the element type T (float, BFloat16, Float16): it computes
+// in float32 (the shared math of ops/elementwise_math.h) and rounds once into T, so a bf16 loop
+// reads and writes half the bytes of the float32 one and needs no bf16 hardware.
+
+template <typename T>
 class AddKernel : public Kernel {
  public:
   explicit AddKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    const float* a = io.inputs[0].data<float>();  // any shape
-    const float* b = io.inputs[1].data<float>();  // same shape as a
-    float* y = io.outputs[0].data<float>();
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { y[i] = a[i] + b[i]; });
+    const T* a = io.inputs[0].data<T>();  // any shape
+    const T* b = io.inputs[1].data<T>();  // same shape as a
+    T* y = io.outputs[0].data<T>();
+    ParallelFor(io.outputs[0].numel(),
+                [&](int64_t i) { y[i] = FloatTo<T>(ToFloat(a[i]) + ToFloat(b[i])); });
     return absl::OkStatus();
   }
 };
 
+template <typename T>
 class AddReluKernel : public Kernel {
  public:
   explicit AddReluKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    const float* a = io.inputs[0].data<float>();  // any shape
-    const float* b = io.inputs[1].data<float>();  // same shape as a
-    float* y = io.outputs[0].data<float>();
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { y[i] = math::AddRelu(a[i], b[i]); });
+    const T* a = io.inputs[0].data<T>();  // any shape
+    const T* b = io.inputs[1].data<T>();  // same shape as a
+    T* y = io.outputs[0].data<T>();
+    ParallelFor(io.outputs[0].numel(),
+                [&](int64_t i) { y[i] = FloatTo<T>(math::AddRelu(ToFloat(a[i]), ToFloat(b[i]))); });
     return absl::OkStatus();
   }
 };
 
+template <typename T>
 class ReluKernel : public Kernel {
  public:
   explicit ReluKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    const float* x = io.inputs[0].data<float>();  // any shape
-    float* y = io.outputs[0].data<float>();
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { y[i] = math::Relu(x[i]); });
+    const T* x = io.inputs[0].data<T>();  // any shape
+    T* y = io.outputs[0].data<T>();
+    ParallelFor(io.outputs[0].numel(),
+                [&](int64_t i) { y[i] = FloatTo<T>(math::Relu(ToFloat(x[i]))); });
     return absl::OkStatus();
   }
 };
 
+template <typename T>
 class ReluGradKernel : public Kernel {
  public:
   explicit ReluGradKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    const float* x = io.inputs[0].data<float>();   // forward input
-    const float* dy = io.inputs[1].data<float>();  // same shape
-    float* dx = io.outputs[0].data<float>();
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { dx[i] = math::ReluGrad(x[i], dy[i]); });
+    const T* x = io.inputs[0].data<T>();   // forward input
+    const T* dy = io.inputs[1].data<T>();  // same shape
+    T* dx = io.outputs[0].data<T>();
+    ParallelFor(io.outputs[0].numel(), [&](int64_t i) {
+      dx[i] = FloatTo<T>(math::ReluGrad(ToFloat(x[i]), ToFloat(dy[i])));
+    });
     return absl::OkStatus();
   }
 };
 
+template <typename T>
 class AddReluGradKernel : public Kernel {
  public:
   explicit AddReluGradKernel(const Node&) {}
   absl::Status Run(const KernelIO& io) override {
-    const float* x = io.inputs[0].data<float>();    // forward input or output
-    const float* dy1 = io.inputs[1].data<float>();  // same shape
-    const float* dy2 = io.inputs[2].data<float>();  // same shape
-    float* dx = io.outputs[0].data<float>();
-    ParallelFor(io.outputs[0].numel(),
-                [&](int64_t i) { dx[i] = math::AddReluGrad(x[i], dy1[i], dy2[i]); });
+    const T* x = io.inputs[0].data<T>();    // forward input or output
+    const T* dy1 = io.inputs[1].data<T>();  // same shape
+    const T* dy2 = io.inputs[2].data<T>();  // same shape
+    T* dx = io.outputs[0].data<T>();
+    // The sum rounded into T first (the same bits: the mask passes it or +0): rounding the masked
+    // sum would let GCC move the add under the mask's branch, where it may not speculate it, and
+    // the loop would not vectorize.
+    ParallelFor(io.outputs[0].numel(), [&](int64_t i) {
+      const T sum = FloatTo<T>(ToFloat(dy1[i]) + ToFloat(dy2[i]));
+      dx[i] = FloatTo<T>(math::ReluGrad(ToFloat(x[i]), ToFloat(sum)));
+    });
     return absl::OkStatus();
   }
 };
 
+template <typename T>
 class ScaleKernel : public Kernel {
  public:
   explicit ScaleKernel(const Node& node)
       : scale_(static_cast<float>(node.attrs.GetFloat("scale"))) {}
   absl::Status Run(const KernelIO& io) override {
-    const float* x = io.inputs[0].data<float>();  // any shape
-    float* y = io.outputs[0].data<float>();
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) { y[i] = scale_ * x[i]; });
+    const T* x = io.inputs[0].data<T>();  // any shape
+    T* y = io.outputs[0].data<T>();
+    ParallelFor(io.outputs[0].numel(),
+                [&](int64_t i) { y[i] = FloatTo<T>(scale_ * ToFloat(x[i])); });
     return absl::OkStatus();
   }
 
@@ -91,20 +112,22 @@ class ScaleKernel : public Kernel {
   float scale_;
 };
 
+template <typename T>
 class FillKernel : public Kernel {
  public:
   explicit FillKernel(const Node& node)
-      : value_(static_cast<float>(node.attrs.GetFloat("value"))) {}
+      : value_(FloatTo<T>(static_cast<float>(node.attrs.GetFloat("value")))) {}
   absl::Status Run(const KernelIO& io) override {
-    float* y = io.outputs[0].data<float>();  // attr shape
+    T* y = io.outputs[0].data<T>();  // attr shape
     std::fill(y, y + io.outputs[0].numel(), value_);
     return absl::OkStatus();
   }
 
  private:
-  float value_;
+  T value_;
 };
 
+// Casts from float32, float64 or the integers, element by element.
 template <typename From>
 class CastKernel : public Kernel {
  public:
@@ -134,17 +157,61 @@ class CastKernel : public Kernel {
   }
 };
 
+// Between float32, bf16 and f16 (either way), in any layout: see ops/cpu/convert_floats.h.
+bool CastsFloats(const Node& node) {
+  return cpu::ConvertibleFloat(node.inputs[0]->dtype()) &&
+         cpu::ConvertibleFloat(node.output()->dtype());
+}
+
+class CastFloatsKernel : public Kernel {
+ public:
+  explicit CastFloatsKernel(const Node&) {}
+  absl::Status Run(const KernelIO& io) override {
+    const Tensor& x = io.inputs[0];   // any shape and layout, one dtype
+    const Tensor& y = io.outputs[0];  // the same, the other dtype
+    cpu::ConvertFloats(x.raw_data(), x.dtype(), y.raw_data(), y.dtype(), x.numel());
+    return absl::OkStatus();
+  }
+};
+
+template <typename From>
+absl::StatusOr<std::unique_ptr<Kernel>> CreateCast(const Node& node, const KernelContext& ctx) {
+  if (CastsFloats(node)) return std::make_unique<CastFloatsKernel>(node);
+  if constexpr (std::is_arithmetic_v<From>) return MakeFactory<CastKernel<From>>()(node, ctx);
+  return absl::UnimplementedError(absl::StrCat("no CPU Cast from ", DTypeName(DTypeOf<From>()),
+                                               " to ", DTypeName(node.output()->dtype()),
+                                               ": cast through f32"));
+}
+
+// Casts between floats keep the input's layout (blocked activations stay blocked); the others
+// are plain. A 4-D parameter's copy (the AMP pass casts convolution weights every step) takes the
+// weight layout the convolutions read, and so does the parameter it is stored from: else the
+// parameter would stay plain and every step reorder its copy.
+LayoutChoice CastLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
+                         const SharedLayouts& shared) {
+  if (!CastsFloats(node)) return PlainLayouts(node, producer_layouts, shared);
+  const Value& x = *node.inputs[0];
+  if (x.producer->IsInput() && x.producer->role() == InputRole::kParameter &&
+      x.shape().size() == 4) {
+    const Layout layout = WeightLayoutIfEligible(x, shared);
+    return {{layout}, {layout}};
+  }
+  return SameLayoutAsFirstInput(node, producer_layouts, shared);
+}
+
+template <typename T>
 class BiasAddKernel : public Kernel {
  public:
   explicit BiasAddKernel(const Node& node) : geometry_(node.inputs[0]->shape()) {}
   absl::Status Run(const KernelIO& io) override {
-    const float* x = io.inputs[0].data<float>();     // (N, C, ...)
-    const float* bias = io.inputs[1].data<float>();  // (C)
-    float* y = io.outputs[0].data<float>();          // (N, C, ...)
+    const T* x = io.inputs[0].data<T>();     // (N, C, ...)
+    const T* bias = io.inputs[1].data<T>();  // (C)
+    T* y = io.outputs[0].data<T>();          // (N, C, ...)
     const int64_t inner = geometry_.inner;
     ParallelFor(geometry_.outer * geometry_.channels, [&](int64_t nc) {
-      float b = bias[nc % geometry_.channels];
-      for (int64_t i = 0; i < inner; ++i) y[nc * inner + i] = x[nc * inner + i] + b;
+      const float b = ToFloat(bias[nc % geometry_.channels]);
+      for (int64_t i = 0; i < inner; ++i)
+        y[nc * inner + i] = FloatTo<T>(ToFloat(x[nc * inner + i]) + b);
     });
     return absl::OkStatus();
   }
@@ -153,20 +220,21 @@ class BiasAddKernel : public Kernel {
   ChannelGeometry geometry_;
 };
 
+template <typename T>
 class BiasAddGradKernel : public Kernel {
  public:
   explicit BiasAddGradKernel(const Node& node) : geometry_(node.inputs[0]->shape()) {}
   absl::Status Run(const KernelIO& io) override {
-    const float* dy = io.inputs[0].data<float>();  // (N, C, ...)
-    float* dbias = io.outputs[0].data<float>();    // (C)
+    const T* dy = io.inputs[0].data<T>();  // (N, C, ...)
+    T* dbias = io.outputs[0].data<T>();    // (C)
     const ChannelGeometry& g = geometry_;
     ParallelFor(g.channels, [&](int64_t c) {
       double sum = 0.0;
       for (int64_t n = 0; n < g.outer; ++n) {
-        const float* row = dy + (n * g.channels + c) * g.inner;
-        for (int64_t i = 0; i < g.inner; ++i) sum += row[i];
+        const T* row = dy + (n * g.channels + c) * g.inner;
+        for (int64_t i = 0; i < g.inner; ++i) sum += ToFloat(row[i]);
       }
-      dbias[c] = static_cast<float>(sum);
+      dbias[c] = FloatTo<T>(static_cast<float>(sum));
     });
     return absl::OkStatus();
   }
@@ -175,31 +243,53 @@ class BiasAddGradKernel : public Kernel {
   ChannelGeometry geometry_;
 };
 
-REGISTER_KERNEL({.op = "Add",
-                 .create = MakeFactory<AddKernel>(),
-                 .layouts = SameLayoutAsFirstInput});
-REGISTER_KERNEL({.op = "AddRelu",
-                 .create = MakeFactory<AddReluKernel>(),
-                 .layouts = SameLayoutAsFirstInput});
-REGISTER_KERNEL({.op = "AddReluGrad",
-                 .create = MakeFactory<AddReluGradKernel>(),
-                 .layouts = SameLayoutAsFirstInput});
-REGISTER_KERNEL({.op = "Relu",
-                 .create = MakeFactory<ReluKernel>(),
-                 .layouts = SameLayoutAsFirstInput});
-REGISTER_KERNEL({.op = "ReluGrad",
-                 .create = MakeFactory<ReluGradKernel>(),
-                 .layouts = SameLayoutAsFirstInput});
-REGISTER_KERNEL({.op = "Scale",
-                 .create = MakeFactory<ScaleKernel>(),
-                 .layouts = SameLayoutAsFirstInput});
-REGISTER_KERNEL({.op = "Fill", .create = MakeFactory<FillKernel>()});
-REGISTER_KERNEL({.op = "Cast", .create = MakeFactory<CastKernel<float>>()});
+// The family's kernels in element type T.
+template <typename T>
+bool RegisterFamily() {
+  constexpr DType kDType = DTypeOf<T>();
+  KernelRegistry& registry = KernelRegistry::Global();
+  registry.Register({.op = "Add",
+                     .dtype = kDType,
+                     .create = MakeFactory<AddKernel<T>>(),
+                     .layouts = SameLayoutAsFirstInput});
+  registry.Register({.op = "AddRelu",
+                     .dtype = kDType,
+                     .create = MakeFactory<AddReluKernel<T>>(),
+                     .layouts = SameLayoutAsFirstInput});
+  registry.Register({.op = "AddReluGrad",
+                     .dtype = kDType,
+                     .create = MakeFactory<AddReluGradKernel<T>>(),
+                     .layouts = SameLayoutAsFirstInput});
+  registry.Register({.op = "Relu",
+                     .dtype = kDType,
+                     .create = MakeFactory<ReluKernel<T>>(),
+                     .layouts = SameLayoutAsFirstInput});
+  registry.Register({.op = "ReluGrad",
+                     .dtype = kDType,
+                     .create = MakeFactory<ReluGradKernel<T>>(),
+                     .layouts = SameLayoutAsFirstInput});
+  registry.Register({.op = "Scale",
+                     .dtype = kDType,
+                     .create = MakeFactory<ScaleKernel<T>>(),
+                     .layouts = SameLayoutAsFirstInput});
+  registry.Register({.op = "Fill", .dtype = kDType, .create = MakeFactory<FillKernel<T>>()});
+  registry.Register({.op = "BiasAdd", .dtype = kDType, .create = MakeFactory<BiasAddKernel<T>>()});
+  registry.Register(
+      {.op = "BiasAddGrad", .dtype = kDType, .create = MakeFactory<BiasAddGradKernel<T>>()});
+  return true;
+}
+
+[[maybe_unused]] const bool kRegistered =
+    RegisterFamily<float>() && RegisterFamily<BFloat16>() && RegisterFamily<Float16>();
+
+REGISTER_KERNEL({.op = "Cast", .create = CreateCast<float>, .layouts = CastLayouts});
+REGISTER_KERNEL(
+    {.op = "Cast", .dtype = DType::kBF16, .create = CreateCast<BFloat16>, .layouts = CastLayouts});
+REGISTER_KERNEL(
+    {.op = "Cast", .dtype = DType::kF16, .create = CreateCast<Float16>, .layouts = CastLayouts});
 REGISTER_KERNEL({.op = "Cast", .dtype = DType::kF64, .create = MakeFactory<CastKernel<double>>()});
 REGISTER_KERNEL({.op = "Cast", .dtype = DType::kI32, .create = MakeFactory<CastKernel<int32_t>>()});
 REGISTER_KERNEL({.op = "Cast", .dtype = DType::kI64, .create = MakeFactory<CastKernel<int64_t>>()});
-REGISTER_KERNEL({.op = "BiasAdd", .create = MakeFactory<BiasAddKernel>()});
-REGISTER_KERNEL({.op = "BiasAddGrad", .create = MakeFactory<BiasAddGradKernel>()});
 
 }  // namespace
 }  // namespace lockstep

@@ -43,7 +43,7 @@ class MatMulKernel : public Kernel {
   dnnl_util::DnnlStep step_;
 };
 
-REGISTER_KERNEL({.op = "MatMul", .create = dnnl_util::DnnlFactory<MatMulKernel>()});
+REGISTER_DNNL_KERNEL({.op = "MatMul", .create = dnnl_util::DnnlFactory<MatMulKernel>()});
 
 }  // namespace
 }  // namespace lockstep

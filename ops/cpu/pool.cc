@@ -145,30 +145,30 @@ class PoolGradKernel : public Kernel {
   size_t workspace_bytes_ = 0;
 };
 
-REGISTER_KERNEL({.op = "MaxPool",
-                 .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kMax),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "MaxPoolWithArgmax",
-                 .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kMax),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "AvgPool",
-                 .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kAvg),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "GlobalAvgPool",
-                 .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kGlobalAvg),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "MaxPoolGrad",
-                 .create = dnnl_util::DnnlFactory<PoolGradKernel>(PoolKind::kMax),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "MaxPoolGradWithArgmax",
-                 .create = dnnl_util::DnnlFactory<PoolGradKernel>(PoolKind::kMax),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "AvgPoolGrad",
-                 .create = dnnl_util::DnnlFactory<PoolGradKernel>(PoolKind::kAvg),
-                 .layouts = BlockedWhereEligible});
-REGISTER_KERNEL({.op = "GlobalAvgPoolGrad",
-                 .create = dnnl_util::DnnlFactory<PoolGradKernel>(PoolKind::kGlobalAvg),
-                 .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "MaxPool",
+                      .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kMax),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "MaxPoolWithArgmax",
+                      .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kMax),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "AvgPool",
+                      .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kAvg),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "GlobalAvgPool",
+                      .create = dnnl_util::DnnlFactory<PoolKernel>(PoolKind::kGlobalAvg),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "MaxPoolGrad",
+                      .create = dnnl_util::DnnlFactory<PoolGradKernel>(PoolKind::kMax),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "MaxPoolGradWithArgmax",
+                      .create = dnnl_util::DnnlFactory<PoolGradKernel>(PoolKind::kMax),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "AvgPoolGrad",
+                      .create = dnnl_util::DnnlFactory<PoolGradKernel>(PoolKind::kAvg),
+                      .layouts = BlockedWhereEligible});
+REGISTER_DNNL_KERNEL({.op = "GlobalAvgPoolGrad",
+                      .create = dnnl_util::DnnlFactory<PoolGradKernel>(PoolKind::kGlobalAvg),
+                      .layouts = BlockedWhereEligible});
 
 }  // namespace
 }  // namespace lockstep

@@ -17,11 +17,20 @@ class CopyKernel : public Kernel {
   }
 };
 
-REGISTER_KERNEL({.op = "Identity",
-                 .create = MakeFactory<CopyKernel>(),
-                 .layouts = SameLayoutAsFirstInput});
-REGISTER_KERNEL({.op = "Reshape", .create = MakeFactory<CopyKernel>()});
-REGISTER_KERNEL({.op = "Flatten", .create = MakeFactory<CopyKernel>()});
+// Bytes, whatever their dtype.
+[[maybe_unused]] const bool kRegistered = [] {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    KernelRegistry::Global().Register({.op = "Identity",
+                                       .dtype = dtype,
+                                       .create = MakeFactory<CopyKernel>(),
+                                       .layouts = SameLayoutAsFirstInput});
+    KernelRegistry::Global().Register(
+        {.op = "Reshape", .dtype = dtype, .create = MakeFactory<CopyKernel>()});
+    KernelRegistry::Global().Register(
+        {.op = "Flatten", .dtype = dtype, .create = MakeFactory<CopyKernel>()});
+  }
+  return true;
+}();
 
 }  // namespace
 }  // namespace lockstep
