@@ -30,7 +30,6 @@
 #include <functional>
 #include <iostream>
 #include <limits>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +38,7 @@
 #include "bench/bench_util.h"
 #include "bench/mpi_transport.h"
 #include "examples/env_options.h"
+#include "examples/precision_flags.h"
 #include "parallel/comm_group.h"
 #include "parallel/context.h"
 #include "parallel/mpi_communicator.h"
@@ -274,12 +274,9 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", config.warmup, "untimed repetitions first")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
-  const std::map<std::string, lockstep::DType> dtypes = {{"f32", lockstep::DType::kF32},
-                                                         {"bf16", lockstep::DType::kBF16},
-                                                         {"fp16", lockstep::DType::kF16}};
   app.add_option("--dtype", config.dtype,
                  "the dtype the fused buckets cross the wire in (ParallelOptions::allreduce_dtype)")
-      ->transform(CLI::CheckedTransformer(dtypes))
+      ->transform(CLI::CheckedTransformer(lockstep::FloatDTypeFlags()))
       ->default_str("f32");
   CLI11_PARSE(app, argc, argv);
   absl::Status status = lockstep::bench::Run(config, *context);

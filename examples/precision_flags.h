@@ -3,18 +3,25 @@
 // The precision flags of the binaries (--amp-level, --amp-dtype, --allreduce-dtype), shared by
 // lockstep-train and lockstep-bench-resnet, and the start-up line that says what they chose.
 
+#include <map>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "graph/amp.h"
 #include "train/model.h"
 
 namespace lockstep {
 
 struct PrecisionFlags {
-  std::string amp_level = "O0";
-  std::string amp_dtype = "bf16";
-  std::string allreduce_dtype = "f32";
+  AmpLevel amp_level = AmpLevel::kO0;
+  DType amp_dtype = DType::kBF16;
+  DType allreduce_dtype = DType::kF32;
 };
+
+// The float dtypes by their flag names: f32, bf16, and fp16 as PyTorch users write it.
+const std::map<std::string, DType>& FloatDTypeFlags();
+// The flag name of a dtype of FloatDTypeFlags.
+std::string FloatDTypeFlagName(DType dtype);
 
 void AddPrecisionFlags(CLI::App& app, PrecisionFlags& flags);
 

@@ -147,7 +147,9 @@ TEST(ResumeTest, ResumesAtAnotherAmpLevelAndBack) {
     absl::StatusOr<bool> found = ResumeFromCheckpoint(model, dir.path(), kPrefix);
     ASSERT_TRUE(found.ok()) << found.status();
     ASSERT_EQ(*found, !saved.empty());
-    if (*found) EXPECT_TRUE(VariableBytes(model) == saved);
+    if (*found) {
+      EXPECT_TRUE(VariableBytes(model) == saved);
+    }
     const int64_t stop = model.global_step() + 5;
     absl::Status status = model.Train(kEpochs, *make_data(),
                                       {std::make_shared<ModelCheckpoint>(config, kPrefix),
