@@ -19,10 +19,8 @@ std::string FloatDTypeFlagName(DType dtype) {
 }
 
 void AddPrecisionFlags(CLI::App& app, PrecisionFlags& flags) {
-  const std::map<std::string, AmpLevel> levels = {{"O0", AmpLevel::kO0},
-                                                   {"O1", AmpLevel::kO1},
-                                                   {"O2", AmpLevel::kO2},
-                                                   {"O3", AmpLevel::kO3}};
+  const std::map<std::string, AmpLevel> levels = {
+      {"O0", AmpLevel::kO0}, {"O1", AmpLevel::kO1}, {"O2", AmpLevel::kO2}, {"O3", AmpLevel::kO3}};
   app.add_option("--amp-level", flags.amp_level,
                  "mixed precision as MindSpore's amp_level: O0 float32; O1 convolutions and "
                  "matmuls in --amp-dtype; O2 all but batch-norm parameters and the loss; O3 all "
@@ -49,10 +47,10 @@ void ApplyPrecisionFlags(const PrecisionFlags& flags, train::ModelOptions& optio
 
 std::string PrecisionLine(const train::ModelOptions& options) {
   const std::string low = FloatDTypeFlagName(options.amp_dtype);
-  std::string line = options.amp_level == AmpLevel::kO0
-                         ? "float32"
-                         : absl::StrCat(AmpLevelName(options.amp_level), " in ", low,
-                                        ", float32 master weights");
+  std::string line =
+      options.amp_level == AmpLevel::kO0
+          ? "float32"
+          : absl::StrCat(AmpLevelName(options.amp_level), " in ", low, ", float32 master weights");
   if (options.parallel.mode == parallel::ParallelMode::kDataParallel) {
     absl::StrAppend(&line, ", gradients reduced in ",
                     FloatDTypeFlagName(options.parallel.allreduce_dtype));

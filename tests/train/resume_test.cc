@@ -110,12 +110,12 @@ TEST(ResumeTest, ShuffledInMemoryDataResumesBitForBit) {
   ExpectResumeIsExact(make_data, {4, {.save_checkpoint_steps = 2}, 2, 0, 2});
   // Dynamic loss scaling, growing every 4 finite steps: resumed at step 6 with 2 of a window
   // counted, the scale and the count go on from the checkpoint.
-  ExpectResumeIsExact(make_data, {.stop_step = 8,
-                                  .config = kEveryThreeSteps,
-                                  .resumed_step = 6,
-                                  .resumed_epochs_done = 0,
-                                  .dynamic_loss_scale = DynamicLossScale{.initial = 1024.0,
-                                                                         .window = 4}});
+  ExpectResumeIsExact(make_data,
+                      {.stop_step = 8,
+                       .config = kEveryThreeSteps,
+                       .resumed_step = 6,
+                       .resumed_epochs_done = 0,
+                       .dynamic_loss_scale = DynamicLossScale{.initial = 1024.0, .window = 4}});
   // Mixed precision: the checkpoint holds the float32 master weights, from which the resumed
   // run makes the same bf16 copies.
   ExpectResumeIsExact(make_data, {.stop_step = 7,
@@ -151,16 +151,17 @@ TEST(ResumeTest, ResumesAtAnotherAmpLevelAndBack) {
       EXPECT_TRUE(VariableBytes(model) == saved);
     }
     const int64_t stop = model.global_step() + 5;
-    absl::Status status = model.Train(kEpochs, *make_data(),
-                                      {std::make_shared<ModelCheckpoint>(config, kPrefix),
-                                       std::make_shared<StopAfter>(stop)});
+    absl::Status status = model.Train(
+        kEpochs, *make_data(),
+        {std::make_shared<ModelCheckpoint>(config, kPrefix), std::make_shared<StopAfter>(stop)});
     ASSERT_TRUE(absl::IsCancelled(status)) << status;
     ASSERT_EQ(model.global_step(), stop);
     saved = VariableBytes(model);
   }
   // The amp level is a choice of each run, like the layouts: every step saved at any level
   // still verifies against the graph file the last run left.
-  absl::StatusOr<std::vector<ckpt::proto::Manifest>> steps = ckpt::ListManifests(dir.path(), kPrefix);
+  absl::StatusOr<std::vector<ckpt::proto::Manifest>> steps =
+      ckpt::ListManifests(dir.path(), kPrefix);
   ASSERT_TRUE(steps.ok()) << steps.status();
   ASSERT_EQ(steps->size(), 3u);
   for (const ckpt::proto::Manifest& step : *steps) {

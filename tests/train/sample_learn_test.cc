@@ -1,8 +1,8 @@
 // The built-in sample dataset is learnable (issue 4): a small ResNet trained through the JPEG
 // pipeline with lockstep-train's transforms reaches >= 90% validation accuracy. A test-sized run
-// (half the training images, 100x100 JPEGs as the default writes them, one decoding thread, ~15 s a run); the
-// full-size measurement is in BENCHMARKS.md. Mixed precision at O2, in bf16 and in fp16 with a
-// dynamic loss scale, reaches the float32 run's accuracy within one point (issue 23).
+// (half the training images, 100x100 JPEGs as the default writes them, one decoding thread, ~15 s a
+// run); the full-size measurement is in BENCHMARKS.md. Mixed precision at O2, in bf16 and in fp16
+// with a dynamic loss scale, reaches the float32 run's accuracy within one point (issue 23).
 
 #include <gtest/gtest.h>
 
