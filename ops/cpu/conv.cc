@@ -15,6 +15,7 @@
 #include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/preferred_weights.h"
+#include "ops/layout.h"
 
 namespace lockstep {
 namespace {
@@ -180,21 +181,13 @@ Layout WeightLayout(const Node& node, const Value& w, const SharedLayouts& share
 }
 
 // Activations blocked where eligible, the weights in WeightLayout: input kWeightsInput, or the
-// output when kWeightsInput is kWeightsOut (the filter gradient).
-constexpr int kWeightsOut = -1;
+// output when kWeightsInput is kConvWeightsOut (the filter gradient).
 template <int kWeightsInput>
 LayoutChoice ConvLayouts(const Node& node, const std::vector<Layout>&,
                          const SharedLayouts& shared) {
-  LayoutChoice choice;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const Value& input = *node.inputs[i];
-    choice.inputs.push_back(static_cast<int>(i) == kWeightsInput ? WeightLayout(node, input, shared)
-                                                                 : BlockedIfEligible(input));
-  }
-  const Value& output = *node.output();
-  choice.outputs.push_back(kWeightsInput == kWeightsOut ? WeightLayout(node, output, shared)
-                                                        : BlockedIfEligible(output));
-  return choice;
+  return ConvolutionLayouts(
+      node, kWeightsInput, [&](const Value& w) { return WeightLayout(node, w, shared); },
+      BlockedIfEligible);
 }
 
 // Whether oneDNN would run a backprop node with its reference kernel under `choice`.
@@ -229,7 +222,7 @@ LayoutChoice BackpropLayouts(const Node& node, const std::vector<Layout>& produc
   for (size_t i = 0; i < choice.inputs.size(); ++i) {
     if (static_cast<int>(i) != kWeightsInput) choice.inputs[i] = Layout::kPlain;
   }
-  if (kWeightsInput != kWeightsOut) choice.outputs[0] = Layout::kPlain;
+  if (kWeightsInput != kConvWeightsOut) choice.outputs[0] = Layout::kPlain;
   return choice;
 }
 
@@ -261,7 +254,7 @@ REGISTER_DNNL_KERNEL({.op = "Conv2DBackpropInput",
                       .layouts = BackpropLayouts<1>});
 REGISTER_DNNL_KERNEL({.op = "Conv2DBackpropFilter",
                       .create = CreateBackpropFilterKernel,
-                      .layouts = BackpropLayouts<kWeightsOut>});
+                      .layouts = BackpropLayouts<kConvWeightsOut>});
 
 }  // namespace
 }  // namespace lockstep

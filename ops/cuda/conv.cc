@@ -15,6 +15,7 @@
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/cudnn_desc.h"
 #include "ops/cuda/element_types.h"
+#include "ops/layout.h"
 
 namespace lockstep {
 namespace {
@@ -56,22 +57,13 @@ Layout WeightLayout(const Value& w, const SharedLayouts& shared) {
 }
 
 // 16-bit activations NHWC and weights KRSC, the layouts cuDNN's tensor-core kernels read without
-// transposing; float32 plain. The weights are input kWeightsInput, or the output when it is
-// kWeightsOut (the filter gradient).
-constexpr int kWeightsOut = -1;
+// transposing; float32 plain.
 template <int kWeightsInput>
 LayoutChoice ConvLayouts(const Node& node, const std::vector<Layout>&,
                          const SharedLayouts& shared) {
-  LayoutChoice choice;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const Value& input = *node.inputs[i];
-    choice.inputs.push_back(static_cast<int>(i) == kWeightsInput ? WeightLayout(input, shared)
-                                                                 : cuda::NhwcIfEligible(input));
-  }
-  const Value& output = *node.output();
-  choice.outputs.push_back(kWeightsInput == kWeightsOut ? WeightLayout(output, shared)
-                                                        : cuda::NhwcIfEligible(output));
-  return choice;
+  return ConvolutionLayouts(
+      node, kWeightsInput, [&](const Value& w) { return WeightLayout(w, shared); },
+      cuda::NhwcIfEligible);
 }
 
 // The first (fastest by cuDNN's heuristics) deterministic algorithm within the workspace cap.
@@ -260,7 +252,7 @@ KernelFactory ConvFactory(Direction direction) {
                        .device = DeviceType::kCUDA,
                        .dtype = dtype,
                        .create = ConvFactory(Direction::kBackwardFilter),
-                       .layouts = ConvLayouts<kWeightsOut>});
+                       .layouts = ConvLayouts<kConvWeightsOut>});
   }
   return true;
 }();

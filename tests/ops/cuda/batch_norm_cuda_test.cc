@@ -7,11 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/ops/cuda/batch_norm_relu_pair.h"
 #include "tests/testing/backend_compare.h"
 
 namespace lockstep {
 namespace {
 
+using testing::BatchNormReluPair;
 using testing::ExpectCudaMatchesCpu;
 using testing::ExpectCudaOpMatchesCpu;
 using testing::GradCheckInput;
@@ -68,15 +70,7 @@ TEST(BatchNormCudaTest, FusedReluPair) {
   LS_SKIP_WITHOUT_GPU();
   std::vector<GradCheckInput> inputs = ForwardInputs({4, 8, 5, 5});
   inputs.push_back({.name = "dy", .shape = {4, 8, 5, 5}});
-  ExpectCudaMatchesCpu(inputs, [](Builder& b, const std::vector<Value*>& in) {
-    std::vector<Value*> forward = b.Op("BatchNormRelu", {in[0], in[1], in[2], in[3], in[4]});
-    if (forward.size() != 6) return forward;
-    std::vector<Value*> grads =
-        b.Op("BatchNormReluGrad", {in[0], in[1], forward[1], forward[2], in[5], forward[5]});
-    forward.pop_back();  // the mask is the backend's own
-    forward.insert(forward.end(), grads.begin(), grads.end());
-    return forward;
-  });
+  ExpectCudaMatchesCpu(inputs, BatchNormReluPair);
 }
 
 }  // namespace

@@ -15,11 +15,13 @@
 
 #include "core/half.h"
 #include "graph/compile.h"
+#include "tests/ops/cuda/batch_norm_relu_pair.h"
 #include "tests/testing/backend_compare.h"
 
 namespace lockstep {
 namespace {
 
+using testing::BatchNormReluPair;
 using testing::GradCheckInput;
 
 // A few units in the last place of the dtype, relative to max(1, max |output|): bf16 keeps 8
@@ -278,18 +280,7 @@ TEST(LowPrecisionCudaTest, BatchNormReluPair) {
   for (DType dtype : kLowDTypes) {
     std::vector<LowInput> inputs = NormInputs(x, false);
     inputs.push_back(Low("dy", x));
-    ExpectLowMatches(
-        dtype, inputs,
-        [](Builder& b, const std::vector<Value*>& in) {
-          std::vector<Value*> forward = b.Op("BatchNormRelu", {in[0], in[1], in[2], in[3], in[4]});
-          if (forward.size() != 6) return forward;
-          std::vector<Value*> grads =
-              b.Op("BatchNormReluGrad", {in[0], in[1], forward[1], forward[2], in[5], forward[5]});
-          forward.pop_back();  // the mask is the backend's own
-          forward.insert(forward.end(), grads.begin(), grads.end());
-          return forward;
-        },
-        2.0);
+    ExpectLowMatches(dtype, inputs, BatchNormReluPair, 2.0);
   }
 }
 
