@@ -67,9 +67,11 @@ TEST(SampleLearnTest, ResNet8ReachesNinetyPercentAndMixedPrecisionMatchesIt) {
                                                    .amp_dtype = DType::kF16,
                                                    .dynamic_loss_scale = DynamicLossScale{}});
   std::cout << ", O2 bf16 " << bf16 << ", O2 fp16 " << fp16 << "\n";
-  // Within one point: 10 images.
-  EXPECT_GE(bf16, float32 - 10);
-  EXPECT_GE(fp16, float32 - 10);
+  // Two points (20 images): one run of each is compared, and runs of one precision that differ
+  // only in seed or thread count already spread over about one point. The one point
+  // holds for the mean over seeds of full-size runs (BENCHMARKS.md, "Mixed precision").
+  EXPECT_GE(bf16, float32 - 20);
+  EXPECT_GE(fp16, float32 - 20);
 }
 
 }  // namespace
