@@ -274,11 +274,12 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", config.warmup, "untimed repetitions first")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
-  app.add_option("--dtype", config.dtype,
-                 "the dtype the fused buckets cross the wire in (ParallelOptions::allreduce_dtype)")
-      ->transform(CLI::CheckedTransformer(lockstep::FloatDTypeFlags()))
-      ->default_str("f32");
+  std::string dtype = "f32";
+  lockstep::AddFloatDTypeOption(
+      app, "--dtype", dtype,
+      "the dtype the fused buckets cross the wire in (ParallelOptions::allreduce_dtype)");
   CLI11_PARSE(app, argc, argv);
+  config.dtype = lockstep::FloatDTypeFlags().at(dtype);
   absl::Status status = lockstep::bench::Run(config, *context);
   if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;

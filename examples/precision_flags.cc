@@ -1,7 +1,10 @@
 #include "examples/precision_flags.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "core/backend.h"
+#include "core/logging.h"
 
 namespace lockstep {
 
@@ -18,31 +21,36 @@ std::string FloatDTypeFlagName(DType dtype) {
   return DTypeName(dtype);
 }
 
+CLI::Option* AddFloatDTypeOption(CLI::App& app, const std::string& name, std::string& value,
+                                 const std::string& description, bool low_only) {
+  std::vector<std::string> names;
+  for (const auto& [flag_name, dtype] : FloatDTypeFlags()) {
+    if (!low_only || dtype != DType::kF32) names.push_back(flag_name);
+  }
+  return app.add_option(name, value, description)
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+}
+
 void AddPrecisionFlags(CLI::App& app, PrecisionFlags& flags) {
-  const std::map<std::string, AmpLevel> levels = {
-      {"O0", AmpLevel::kO0}, {"O1", AmpLevel::kO1}, {"O2", AmpLevel::kO2}, {"O3", AmpLevel::kO3}};
   app.add_option("--amp-level", flags.amp_level,
                  "mixed precision as MindSpore's amp_level: O0 float32; O1 convolutions and "
                  "matmuls in --amp-dtype; O2 all but batch-norm parameters and the loss; O3 all "
                  "but batch-norm statistics and the loss")
-      ->transform(CLI::CheckedTransformer(levels))
-      ->default_str("O0");
-  std::map<std::string, DType> low = FloatDTypeFlags();
-  low.erase("f32");
-  app.add_option("--amp-dtype", flags.amp_dtype,
-                 "low precision of --amp-level: bf16, or fp16 (pair it with --loss-scale dynamic)")
-      ->transform(CLI::CheckedTransformer(low))
-      ->default_str("bf16");
-  app.add_option("--allreduce-dtype", flags.allreduce_dtype,
-                 "dtype of the gradient AllReduce on the wire (gradients stay float32)")
-      ->transform(CLI::CheckedTransformer(FloatDTypeFlags()))
-      ->default_str("f32");
+      ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}))
+      ->capture_default_str();
+  AddFloatDTypeOption(app, "--amp-dtype", flags.amp_dtype,
+                      "low precision of --amp-level: bf16, or fp16 (pair it with --loss-scale "
+                      "dynamic)",
+                      /*low_only=*/true);
+  AddFloatDTypeOption(app, "--allreduce-dtype", flags.allreduce_dtype,
+                      "dtype of the gradient AllReduce on the wire (gradients stay float32)");
 }
 
 void ApplyPrecisionFlags(const PrecisionFlags& flags, train::ModelOptions& options) {
-  options.amp_level = flags.amp_level;
-  options.amp_dtype = flags.amp_dtype;
-  options.parallel.allreduce_dtype = flags.allreduce_dtype;
+  LS_CHECK(ParseAmpLevel(flags.amp_level, &options.amp_level)) << flags.amp_level;
+  options.amp_dtype = FloatDTypeFlags().at(flags.amp_dtype);
+  options.parallel.allreduce_dtype = FloatDTypeFlags().at(flags.allreduce_dtype);
 }
 
 std::string PrecisionLine(const train::ModelOptions& options) {

@@ -12,16 +12,20 @@
 
 namespace lockstep {
 
+// As written on the command line (checked by CLI11 against the names below).
 struct PrecisionFlags {
-  AmpLevel amp_level = AmpLevel::kO0;
-  DType amp_dtype = DType::kBF16;
-  DType allreduce_dtype = DType::kF32;
+  std::string amp_level = "O0";
+  std::string amp_dtype = "bf16";
+  std::string allreduce_dtype = "f32";
 };
 
 // The float dtypes by their flag names: f32, bf16, and fp16 as PyTorch users write it.
 const std::map<std::string, DType>& FloatDTypeFlags();
 // The flag name of a dtype of FloatDTypeFlags.
 std::string FloatDTypeFlagName(DType dtype);
+// A flag taking one of FloatDTypeFlags' names (CLI11 refuses others, listing these).
+CLI::Option* AddFloatDTypeOption(CLI::App& app, const std::string& name, std::string& value,
+                                 const std::string& description, bool low_only = false);
 
 void AddPrecisionFlags(CLI::App& app, PrecisionFlags& flags);
 

@@ -45,6 +45,9 @@ refused "^lockstep: error: --keep-max: '-3' is not an integer in \\[0, 214748364
 refused "^lockstep: error: --batch-size: '0' is not a positive integer" "${b[@]}" --batch-size 0
 refused "^lockstep: error: --warmup-epochs 2 is longer than the run \(--epochs 1\)" "${t[@]}" --warmup-epochs 2
 refused "^lockstep: error: --loss-scale-window applies to --loss-scale dynamic" "${t[@]}" --loss-scale-window 5
+refused "^lockstep: error: --amp-level: O5 not in \{O0,O1,O2,O3\}" "${t[@]}" --amp-level O5
+refused "^lockstep: error: --amp-dtype: f32 not in \{bf16,fp16\}" "${t[@]}" --amp-dtype f32
+refused "^lockstep: error: --allreduce-dtype: int8 not in \{bf16,f32,fp16\}" "${t[@]}" --allreduce-dtype int8
 # Class 4: a run that cannot take a step, a loss scale that is infinite in float32.
 refused "^lockstep: error: --batch-size 64 makes batches of 64 images a rank, but a rank's share of .*/train is 40 image\(s\): not one training step per epoch" \
   "${b[@]}" --batch-size 64
@@ -68,6 +71,10 @@ if command -v taskset >/dev/null; then
   [[ $(grep -c "warning: --threads 2 is more than the 1 core(s)" <<<"$out") == 1 ]] ||
     fail "no oversubscription warning"
 fi
+
+# Mixed precision: the start-up line names the level and the dtype, and training runs.
+out=$("${t[@]}" --amp-level O2 2>&1) || fail "training at --amp-level O2 failed"
+grep -q "; O2 in bf16, float32 master weights" <<<"$out" || fail "no precision in the start-up line"
 
 # A finished run relaunched with --resume: exit 0, nothing trained.
 out=$("${t[@]}" --ckpt-dir "$dir/ckpt" 2>&1) || fail "training failed"
