@@ -1,5 +1,6 @@
 #include "ops/cpu/batch_norm_loops.h"
 
+#include <array>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -10,6 +11,10 @@
 #include "ops/cpu/convert_floats.h"
 #include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/vector_loop.h"
+
+// The loops' bodies are lambdas: inlined into ParallelFor's per-ISA loops, they are compiled
+// for that ISA and vectorized there; GCC would keep the larger ones as baseline calls.
+#define LS_ALWAYS_INLINE __attribute__((always_inline))
 
 namespace lockstep::cpu {
 namespace {
@@ -36,64 +41,68 @@ Rows RowsOf(const Value& x) {
   return {count, NumElements(shape) / count, shape[1], block};
 }
 
-// fn(integral_constant<int, B>, bool_constant<kRelu>) for the rows' channel block B (1 when
-// plain) and whether the node fuses the ReLU, so both are constants of the loops.
+// fn(bool_constant<kRelu>) for whether the node fuses the ReLU, a constant of the loops.
 template <typename Fn>
-void Dispatch(int block, bool relu, const Fn& fn) {
-  auto with_relu = [&](auto b) {
-    if (relu) {
-      fn(b, std::true_type());
-    } else {
-      fn(b, std::false_type());
+void WithRelu(bool relu, const Fn& fn) {
+  if (relu) {
+    fn(std::true_type());
+  } else {
+    fn(std::false_type());
+  }
+}
+
+// Rows go in chunks of kChunk elements, a multiple of every channel block and vector width, whose
+// position p is of channel FirstChannel(r) + p % block in every chunk of row r: the loops read
+// per-channel values from arrays by position (Pattern), contiguous in every layout, so GCC
+// vectorizes them as plain loops.
+constexpr int kChunk = 64;
+
+// The values of the (C) vectors `per_channel` at each position of a chunk of row r.
+template <size_t N>
+struct Pattern {
+  Pattern(const Rows& rows, int64_t r, const std::array<const float*, N>& per_channel) {
+    const int64_t c0 = rows.FirstChannel(r);
+    for (size_t v = 0; v < N; ++v) {
+      for (int p = 0; p < kChunk; ++p) values[v][p] = per_channel[v][c0 + p % rows.block];
     }
-  };
-  switch (block) {
-    case 16:
-      with_relu(std::integral_constant<int, 16>());
-      break;
-    case 8:
-      with_relu(std::integral_constant<int, 8>());
-      break;
-    default:
-      LS_CHECK(block == 1) << "channel block " << block;
-      with_relu(std::integral_constant<int, 1>());
   }
+  const float* operator[](size_t v) const { return values[v].data(); }
+  std::array<std::array<float, kChunk>, N> values;
+};
+
+// fn(i, p) for each element i of row r, at position p of its chunk.
+template <typename Fn>
+[[gnu::always_inline]] inline void ForRow(const Rows& rows, int64_t r, const Fn& fn) {
+  const int64_t begin = r * rows.length, end = begin + rows.length;
+  int64_t at = begin;
+  for (; at + kChunk <= end; at += kChunk) {
+#pragma omp simd
+    for (int p = 0; p < kChunk; ++p) fn(at + p, p);
+  }
+  const int tail = static_cast<int>(end - at);
+#pragma omp simd
+  for (int p = 0; p < tail; ++p) fn(at + p, p);
 }
 
-// Lanes of a row's inner loop: a channel block, or 16 values of a plain row's one channel.
-template <int B>
-constexpr int kLanes = B == 1 ? 16 : B;
-
-// fn(i, c, lane) for each element i of row r, of channel c, kLanes<B> at a time so that the lane
-// (the place in the step, of channel FirstChannel(r) + lane % B) is a constant of the unrolled,
-// vectorized inner loop; a plain row's tail in lane 0.
-template <int B, typename Fn>
-inline void ForRow(const Rows& rows, int64_t r, const Fn& fn) {
-  constexpr int kL = kLanes<B>;
-  const int64_t begin = r * rows.length, end = begin + rows.length, c0 = rows.FirstChannel(r);
-  int64_t i = begin;
-  for (; i + kL <= end; i += kL) {
-    for (int lane = 0; lane < kL; ++lane) fn(i + lane, c0 + lane % B, lane);
-  }
-  for (; i < end; ++i) fn(i, c0, 0);
-}
-
-// Each row's sums of the pairs fn(i, c) gives for its elements, per channel of the row: B first
-// sums then B second ones at sums + 2 * B * r.
-template <int B, typename Fn>
-void RowSums(const Rows& rows, float* sums, const Fn& fn) {
-  ParallelFor(rows.count, [&](int64_t r) {
-    float first[kLanes<B>] = {}, second[kLanes<B>] = {};
-    ForRow<B>(rows, r, [&](int64_t i, int64_t c, int lane) {
-      const auto [a, b] = fn(i, c);
-      first[lane] += a;
-      second[lane] += b;
+// Each row's sums of the pairs fn(i, p, pattern) gives for its elements (pattern: the row's
+// Pattern of `per_channel`), per channel of the row: `block` first sums then `block` second ones
+// at sums + 2 * block * r.
+template <size_t N, typename Fn>
+void RowSums(const Rows& rows, const std::array<const float*, N>& per_channel, float* sums,
+             const Fn& fn) {
+  ParallelFor(rows.count, [&](int64_t r) LS_ALWAYS_INLINE {
+    const Pattern<N> pattern(rows, r, per_channel);
+    float first[kChunk] = {}, second[kChunk] = {};
+    ForRow(rows, r, [&](int64_t i, int p) LS_ALWAYS_INLINE {
+      const auto [a, b] = fn(i, p, pattern);
+      first[p] += a;
+      second[p] += b;
     });
-    float* out = sums + 2 * B * r;
-    for (int k = 0; k < 2 * B; ++k) out[k] = 0.0f;
-    for (int lane = 0; lane < kLanes<B>; ++lane) {
-      out[lane % B] += first[lane];
-      out[B + lane % B] += second[lane];
+    float* out = sums + 2 * rows.block * r;
+    for (int k = 0; k < 2 * rows.block; ++k) out[k] = 0.0f;
+    for (int p = 0; p < kChunk; ++p) {
+      out[p % rows.block] += first[p];
+      out[rows.block + p % rows.block] += second[p];
     }
   });
 }
@@ -114,18 +123,25 @@ void ChannelTotals(const Rows& rows, const float* sums, const Fn& fn) {
 }
 
 // y = x * scale + shift per channel; with kRelu, the ReLU too and its mask.
-template <int B, bool kRelu, typename T>
+template <bool kRelu, typename T>
 void Normalize(const Rows& rows, const T* x, const float* scale, const float* shift, T* y,
                uint8_t* mask) {
-  ParallelFor(rows.count, [&](int64_t r) {
-    ForRow<B>(rows, r, [&](int64_t i, int64_t c, int) {
-      float v = ToFloat(x[i]) * scale[c] + shift[c];
+  ParallelFor(rows.count, [&](int64_t r) LS_ALWAYS_INLINE {
+    const Pattern<2> pattern(rows, r, {scale, shift});
+    const float* s = pattern[0];
+    const float* t = pattern[1];
+    // Copies the mask's byte stores cannot alias, unlike the captured pointers.
+    const T* in = x;
+    T* out = y;
+    uint8_t* passes = mask;
+    ForRow(rows, r, [&](int64_t i, int p) LS_ALWAYS_INLINE {
+      float v = ToFloat(in[i]) * s[p] + t[p];
       if constexpr (kRelu) {
         const uint8_t m = math::ReluMask(v);
-        mask[i] = m;
+        passes[i] = m;
         v = math::Masked(v, m);
       }
-      y[i] = FloatTo<T>(v);
+      out[i] = FloatTo<T>(v);
     });
   });
 }
@@ -167,9 +183,8 @@ class TrainingKernel : public Kernel {
     const int64_t channels = rows_.channels;
     ConvertFloats(io.inputs[1].raw_data(), io.inputs[1].dtype(), scale, DType::kF32, channels);
     ConvertFloats(io.inputs[2].raw_data(), io.inputs[2].dtype(), shift, DType::kF32, channels);
-    Dispatch(rows_.block, relu_, [&](auto block, auto relu) {
-      constexpr int B = decltype(block)::value;
-      RowSums<B>(rows_, sums, [&](int64_t i, int64_t) {
+    WithRelu(relu_, [&](auto relu) {
+      RowSums<0>(rows_, {}, sums, [&](int64_t i, int, const Pattern<0>&) LS_ALWAYS_INLINE {
         const float v = ToFloat(x[i]);
         return std::pair{v, v * v};
       });
@@ -179,8 +194,8 @@ class TrainingKernel : public Kernel {
         var[c] = math::BiasedVariance(sum, squares, count);
         FoldStatistics(c, mean[c], var[c], epsilon_, scale, shift);
       });
-      Normalize<B, decltype(relu)::value>(rows_, x, scale, shift, io.outputs[0].data<T>(),
-                                          relu_ ? Mask(io.outputs[5]) : nullptr);
+      Normalize<decltype(relu)::value>(rows_, x, scale, shift, io.outputs[0].data<T>(),
+                                       relu_ ? Mask(io.outputs[5]) : nullptr);
     });
     running_.Update(io);
     return absl::OkStatus();
@@ -226,18 +241,17 @@ class GradKernel : public Kernel {
       inv_std[c] = math::InvStdFromVariance(var[c], epsilon_);
       gamma_inv_std[c] *= inv_std[c];
     }
-    Dispatch(rows_.block, relu_, [&](auto block, auto relu) {
-      constexpr int B = decltype(block)::value;
-      // dy through the fused ReLU, and x normalized.
-      auto dy_at = [&](int64_t i) {
+    WithRelu(relu_, [&](auto relu) {
+      // dy through the fused ReLU.
+      auto dy_at = [&](int64_t i) LS_ALWAYS_INLINE {
         if constexpr (decltype(relu)::value) return math::Masked(ToFloat(dy[i]), mask[i]);
         return ToFloat(dy[i]);
       };
-      auto x_hat_at = [&](int64_t i, int64_t c) { return (ToFloat(x[i]) - mean[c]) * inv_std[c]; };
-      RowSums<B>(rows_, sums, [&](int64_t i, int64_t c) {
-        const float d = dy_at(i);
-        return std::pair{d, d * x_hat_at(i, c)};
-      });
+      RowSums<2>(rows_, {mean, inv_std}, sums,
+                 [&](int64_t i, int p, const Pattern<2>& channel) LS_ALWAYS_INLINE {
+                   const float d = dy_at(i);
+                   return std::pair{d, d * (ToFloat(x[i]) - channel[0][p]) * channel[1][p]};
+                 });
       const double count = rows_.PerChannel();
       ChannelTotals(rows_, sums, [&](int64_t c, double sum_dy, double sum_dy_x_hat) {
         dbeta[c] = static_cast<float>(sum_dy);
@@ -245,10 +259,13 @@ class GradKernel : public Kernel {
         mean_dy[c] = static_cast<float>(sum_dy / count);
         mean_dy_x_hat[c] = static_cast<float>(sum_dy_x_hat / count);
       });
-      ParallelFor(rows_.count, [&](int64_t r) {
-        ForRow<B>(rows_, r, [&](int64_t i, int64_t c, int) {
-          dx[i] = FloatTo<T>(math::NormInputGrad(dy_at(i), x_hat_at(i, c), gamma_inv_std[c],
-                                                 mean_dy[c], mean_dy_x_hat[c]));
+      ParallelFor(rows_.count, [&](int64_t r) LS_ALWAYS_INLINE {
+        const Pattern<5> channel(rows_, r, {mean, inv_std, gamma_inv_std, mean_dy, mean_dy_x_hat});
+        const float *m = channel[0], *s = channel[1], *g = channel[2], *d = channel[3],
+                    *dx_hat = channel[4];
+        ForRow(rows_, r, [&](int64_t i, int p) LS_ALWAYS_INLINE {
+          const float x_hat = (ToFloat(x[i]) - m[p]) * s[p];
+          dx[i] = FloatTo<T>(math::NormInputGrad(dy_at(i), x_hat, g[p], d[p], dx_hat[p]));
         });
       });
     });
@@ -283,10 +300,7 @@ class InferenceKernel : public Kernel {
     for (int64_t c = 0; c < channels; ++c) {
       FoldStatistics(c, mean[c], var[c], epsilon_, scale, shift);
     }
-    Dispatch(rows_.block, false, [&](auto block, auto) {
-      Normalize<decltype(block)::value, false>(rows_, io.inputs[0].data<T>(), scale, shift,
-                                               io.outputs[0].data<T>(), nullptr);
-    });
+    Normalize<false>(rows_, io.inputs[0].data<T>(), scale, shift, io.outputs[0].data<T>(), nullptr);
     return absl::OkStatus();
   }
 
