@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "core/half.h"
-#include "core/logging.h"
 #include "ops/batch_norm_math.h"
 #include "ops/cpu/convert_floats.h"
 #include "ops/cpu/cpu_layouts.h"
@@ -183,17 +182,17 @@ class TrainingKernel : public Kernel {
     const int64_t channels = rows_.channels;
     ConvertFloats(io.inputs[1].raw_data(), io.inputs[1].dtype(), scale, DType::kF32, channels);
     ConvertFloats(io.inputs[2].raw_data(), io.inputs[2].dtype(), shift, DType::kF32, channels);
+    RowSums<0>(rows_, {}, sums, [&](int64_t i, int, const Pattern<0>&) LS_ALWAYS_INLINE {
+      const float v = ToFloat(x[i]);
+      return std::pair{v, v * v};
+    });
+    const double count = rows_.PerChannel();
+    ChannelTotals(rows_, sums, [&](int64_t c, double sum, double squares) {
+      mean[c] = static_cast<float>(sum / count);
+      var[c] = math::BiasedVariance(sum, squares, count);
+      FoldStatistics(c, mean[c], var[c], epsilon_, scale, shift);
+    });
     WithRelu(relu_, [&](auto relu) {
-      RowSums<0>(rows_, {}, sums, [&](int64_t i, int, const Pattern<0>&) LS_ALWAYS_INLINE {
-        const float v = ToFloat(x[i]);
-        return std::pair{v, v * v};
-      });
-      const double count = rows_.PerChannel();
-      ChannelTotals(rows_, sums, [&](int64_t c, double sum, double squares) {
-        mean[c] = static_cast<float>(sum / count);
-        var[c] = math::BiasedVariance(sum, squares, count);
-        FoldStatistics(c, mean[c], var[c], epsilon_, scale, shift);
-      });
       Normalize<decltype(relu)::value>(rows_, x, scale, shift, io.outputs[0].data<T>(),
                                        relu_ ? Mask(io.outputs[5]) : nullptr);
     });
