@@ -1,7 +1,8 @@
 // oneDNN batch normalization. Activations (x, y, dy, dx) are blocked when eligible so BN sits
 // between convolutions without reorders; the per-channel vectors are plain (C). BatchNormRelu and
 // its gradient are the same primitives with oneDNN's fused ReLU, whose mask the forward writes
-// into its output 5 and the backward reads from its input 5. Data (x, y, dy, dx) may be bf16;
+// into its output 5 and the backward reads from its input 5. Data (x, y, dy, dx) may be bf16
+// where the CPU computes it natively (elsewhere bf16 and f16 run ops/cpu/batch_norm_loops.h);
 // statistics are always float32, and so are the scale and shift oneDNN takes: where the graph
 // holds them (and their gradients) in bf16 or f16, the kernel converts them in its workspace.
 
@@ -9,7 +10,9 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/backend.h"
 #include "graph/kernel.h"
+#include "ops/cpu/batch_norm_loops.h"
 #include "ops/cpu/convert_floats.h"
 #include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/dnnl_util.h"
@@ -129,11 +132,7 @@ class Float32Vectors {
 // Batch statistics from oneDNN, then the running averages, which oneDNN does not keep.
 class BatchNormKernel : public Kernel {
  public:
-  explicit BatchNormKernel(const Node& node)
-      : channels_(node.inputs[0]->shape()[1]),
-        momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))) {
-    const int64_t per_channel = NumElements(node.inputs[0]->shape()) / channels_;
-    unbias_ = static_cast<float>(per_channel) / static_cast<float>(per_channel - 1);
+  explicit BatchNormKernel(const Node& node) : running_(node) {
     const auto pd = ForwardTraining(node, dnnl_util::ScratchpadAttr());
     step_ = ForwardStep(pd, node);
     if (FusesRelu(node))
@@ -155,25 +154,12 @@ class BatchNormKernel : public Kernel {
                                   {DNNL_ARG_VARIANCE, io.outputs[2].raw_data()},  // (C)
                                   {DNNL_ARG_WORKSPACE, mask}},
                                  io.workspace));
-    const float* mean = io.outputs[1].data<float>();     // (C) batch mean
-    const float* var = io.outputs[2].data<float>();      // (C) biased batch variance
-    const float* old_mean = io.inputs[3].data<float>();  // (C)
-    const float* old_var = io.inputs[4].data<float>();   // (C)
-    float* running_mean = io.outputs[3].data<float>();   // (C) same memory as old_mean
-    float* running_var = io.outputs[4].data<float>();    // (C) same memory as old_var
-    const float m = momentum_;
-#pragma omp parallel for
-    for (int64_t c = 0; c < channels_; ++c) {
-      running_mean[c] = m * old_mean[c] + (1.0f - m) * mean[c];
-      running_var[c] = m * old_var[c] + (1.0f - m) * unbias_ * var[c];
-    }
+    running_.Update(io);
     return absl::OkStatus();
   }
 
  private:
-  int64_t channels_;
-  float momentum_;
-  float unbias_;  // M / (M - 1) for M values per channel
+  cpu::RunningStatistics running_;
   dnnl_util::DnnlStep step_;
   std::optional<Float32Vectors> vectors_;
 };
@@ -255,21 +241,32 @@ class BatchNormInferenceKernel : public Kernel {
   std::optional<Float32Vectors> vectors_;
 };
 
-REGISTER_DNNL_KERNEL({.op = "BatchNorm",
-                      .create = dnnl_util::DnnlFactory<BatchNormKernel>(),
-                      .layouts = BlockedWhereEligible});
-REGISTER_DNNL_KERNEL({.op = "BatchNormGrad",
-                      .create = dnnl_util::DnnlFactory<BatchNormGradKernel>(),
-                      .layouts = BlockedWhereEligible});
-REGISTER_DNNL_KERNEL({.op = "BatchNormRelu",
-                      .create = dnnl_util::DnnlFactory<BatchNormKernel>(),
-                      .layouts = BlockedWhereEligible});
-REGISTER_DNNL_KERNEL({.op = "BatchNormReluGrad",
-                      .create = dnnl_util::DnnlFactory<BatchNormGradKernel>(),
-                      .layouts = BlockedWhereEligible});
-REGISTER_DNNL_KERNEL({.op = "BatchNormInference",
-                      .create = dnnl_util::DnnlFactory<BatchNormInferenceKernel>(),
-                      .layouts = BlockedWhereEligible});
+// Float32 from oneDNN; bf16 from oneDNN where the CPU computes it natively, else (and f16
+// always) from the own loops, which read the 16-bit data directly where the float32 fallback would
+// convert float32 copies around oneDNN's float32 kernel. One layout function for all: the loops
+// take oneDNN's layouts.
+template <typename K>
+bool RegisterBatchNorm(const char* op) {
+  const KernelFactory dnnl = dnnl_util::DnnlFactory<K>();
+  auto loops = [](const Node& node, const KernelContext&) { return cpu::MakeBatchNormLoops(node); };
+  auto bf16 = [dnnl, loops](const Node& node, const KernelContext& ctx) {
+    return BackendOf(ctx.device).ComputesNatively(DType::kBF16) ? dnnl(node, ctx)
+                                                                : loops(node, ctx);
+  };
+  KernelRegistry& registry = KernelRegistry::Global();
+  return registry.Register({.op = op, .create = dnnl, .layouts = BlockedWhereEligible}) &&
+         registry.Register(
+             {.op = op, .dtype = DType::kBF16, .create = bf16, .layouts = BlockedWhereEligible}) &&
+         registry.Register(
+             {.op = op, .dtype = DType::kF16, .create = loops, .layouts = BlockedWhereEligible});
+}
+
+[[maybe_unused]] const bool kRegistered =
+    RegisterBatchNorm<BatchNormKernel>("BatchNorm") &&
+    RegisterBatchNorm<BatchNormKernel>("BatchNormRelu") &&
+    RegisterBatchNorm<BatchNormGradKernel>("BatchNormGrad") &&
+    RegisterBatchNorm<BatchNormGradKernel>("BatchNormReluGrad") &&
+    RegisterBatchNorm<BatchNormInferenceKernel>("BatchNormInference");
 
 }  // namespace
 }  // namespace lockstep

@@ -137,41 +137,56 @@ std::vector<GradCheckInput> NormInputs(const Shape& x) {
            .values = var}};
 }
 
-// bf16 data with float32 scale and shift (O2) and with both low (O3); statistics in float32.
+// The shapes of the batch-norm tests: 16 channels (nChw16c with AVX-512, nChw8c with AVX2), 8
+// (nChw8c with AVX2, else plain), and plain ones, 3 channels of 5 x 5 (rows with a tail after the
+// vectors of 16) and (N, C).
+const Shape kNormShapes[] = {{2, 16, 4, 4}, {4, 8, 3, 3}, {2, 3, 5, 5}, {6, 3}};
+
+// bf16 data with float32 scale and shift (O2) and with both low (O3); statistics in float32, the
+// running averages included.
 TEST(LowPrecisionTest, BatchNormFamily) {
-  const Shape x{2, 16, 4, 4};
-  for (const std::vector<int>& low : {std::vector<int>{0}, std::vector<int>{0, 1, 2}}) {
-    SCOPED_TRACE(low.size());
-    ExpectMatchesFloat32("BatchNorm", NormInputs(x), {}, low);
-    ExpectMatchesFloat32("BatchNormInference", NormInputs(x), {}, low);
-  }
-  // (x, gamma, saved_mean, saved_var, dy): saved statistics stay float32.
-  const std::vector<GradCheckInput> norm = NormInputs(x);
-  const std::vector<GradCheckInput> grad = {norm[0], norm[1], Random("saved_mean", {16}, 21),
-                                            norm[4], Random("dy", x, 22)};
-  for (const std::vector<int>& low : {std::vector<int>{0, 4}, std::vector<int>{0, 1, 4}}) {
-    ExpectMatchesFloat32("BatchNormGrad", grad, {}, low);
+  for (const Shape& x : kNormShapes) {
+    SCOPED_TRACE(ShapeToString(x));
+    for (const std::vector<int>& low : {std::vector<int>{0}, std::vector<int>{0, 1, 2}}) {
+      SCOPED_TRACE(low.size());
+      ExpectMatchesFloat32("BatchNorm", NormInputs(x), {}, low);
+      ExpectMatchesFloat32("BatchNormInference", NormInputs(x), {}, low);
+    }
+    // (x, gamma, saved_mean, saved_var, dy): saved statistics stay float32.
+    const std::vector<GradCheckInput> norm = NormInputs(x);
+    const std::vector<GradCheckInput> grad = {norm[0], norm[1], Random("saved_mean", {x[1]}, 21),
+                                              norm[4], Random("dy", x, 22)};
+    for (const std::vector<int>& low : {std::vector<int>{0, 4}, std::vector<int>{0, 1, 4}}) {
+      ExpectMatchesFloat32("BatchNormGrad", grad, {}, low);
+    }
   }
 }
 
-// Forward and backward together: the backward reads the forward's ReLU mask.
+// Forward and backward together: the backward reads the forward's ReLU mask. Scale and shift
+// float32 (O2) and in the data's dtype (O3).
 TEST(LowPrecisionTest, BatchNormReluForwardAndBackward) {
-  const Shape x{2, 16, 4, 4};
-  std::vector<GradCheckInput> inputs = NormInputs(x);
-  inputs.push_back(Random("dy", x, 31));
-  for (DType dtype : {DType::kBF16, DType::kF16}) {
-    SCOPED_TRACE(Name(dtype));
-    auto build = [dtype](bool twin) {
-      return [dtype, twin](Builder& b, const std::vector<Value*>& in) {
-        Value* lx = Low(b, in[0], dtype, twin);
-        std::vector<Value*> f = b.Op("BatchNormRelu", {lx, in[1], in[2], in[3], in[4]});
-        std::vector<Value*> g =
-            b.Op("BatchNormReluGrad", {lx, in[1], f[1], f[2], Low(b, in[5], dtype, twin), f[5]});
-        return Wide(b, {f[0], f[1], f[2], g[0], g[1], g[2]});
-      };
-    };
-    ExpectClose(RunForward(inputs, build(false)), RunForward(inputs, build(true)),
-                Tolerance(dtype));
+  for (const Shape& x : kNormShapes) {
+    SCOPED_TRACE(ShapeToString(x));
+    std::vector<GradCheckInput> inputs = NormInputs(x);
+    inputs.push_back(Random("dy", x, 31));
+    for (DType dtype : {DType::kBF16, DType::kF16}) {
+      for (bool o3 : {false, true}) {
+        SCOPED_TRACE(Name(dtype) + (o3 ? " O3" : " O2"));
+        auto build = [dtype, o3](bool twin) {
+          return [dtype, o3, twin](Builder& b, const std::vector<Value*>& in) {
+            Value* lx = Low(b, in[0], dtype, twin);
+            Value* gamma = o3 ? Low(b, in[1], dtype, twin) : in[1];
+            Value* beta = o3 ? Low(b, in[2], dtype, twin) : in[2];
+            std::vector<Value*> f = b.Op("BatchNormRelu", {lx, gamma, beta, in[3], in[4]});
+            std::vector<Value*> g = b.Op("BatchNormReluGrad",
+                                         {lx, gamma, f[1], f[2], Low(b, in[5], dtype, twin), f[5]});
+            return Wide(b, {f[0], f[1], f[2], f[3], f[4], g[0], g[1], g[2]});
+          };
+        };
+        ExpectClose(RunForward(inputs, build(false)), RunForward(inputs, build(true)),
+                    Tolerance(dtype));
+      }
+    }
   }
 }
 
@@ -390,6 +405,28 @@ TEST(LowPrecisionTest, KernelsFallBackWhereTheCpuLacksTheDtype) {
     ASSERT_TRUE(conv_kernel.ok() && relu_kernel.ok());
     EXPECT_EQ((*conv_kernel)->op, dtype == DType::kBF16 && bf16 ? "Conv2D" : "");
     EXPECT_EQ((*relu_kernel)->op, "Relu");
+  }
+}
+
+// Batch norm in bf16 and f16 has kernels of its own in every case (oneDNN's where the CPU computes
+// bf16, the own loops elsewhere), never the fallback's float32 copies.
+TEST(LowPrecisionTest, BatchNormNeverFallsBack) {
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(Name(dtype));
+    Graph graph;
+    Builder b(&graph);
+    Value* x = b.Input("x", {2, 16, 4, 4}, dtype);
+    Value* c = b.Input("c", {16});
+    std::vector<Value*> norm = b.Op("BatchNormRelu", {x, c, c, c, c});
+    ASSERT_EQ(norm.size(), 6u) << b.status();
+    std::vector<Value*> grad = b.Op("BatchNormReluGrad", {x, c, norm[1], norm[2], x, norm[5]});
+    ASSERT_EQ(grad.size(), 3u) << b.status();
+    for (const Node* node : {norm[0]->producer, grad[0]->producer}) {
+      absl::StatusOr<const KernelDef*> kernel =
+          KernelRegistry::Global().Find(*node, DeviceType::kCPU);
+      ASSERT_TRUE(kernel.ok()) << kernel.status();
+      EXPECT_EQ((*kernel)->op, node->op->name());
+    }
   }
 }
 
