@@ -75,11 +75,9 @@ template <typename Fn>
   const int64_t begin = r * rows.length, end = begin + rows.length;
   int64_t at = begin;
   for (; at + kChunk <= end; at += kChunk) {
-#pragma omp simd
     for (int p = 0; p < kChunk; ++p) fn(at + p, p);
   }
   const int tail = static_cast<int>(end - at);
-#pragma omp simd
   for (int p = 0; p < tail; ++p) fn(at + p, p);
 }
 
