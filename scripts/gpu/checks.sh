@@ -12,17 +12,22 @@
 set -uo pipefail
 out=/tmp/lockstep-logs
 mkdir -p "$out"
-trap 'tar -C "$out" -czf "${OUT:-/tmp}/logs.tar.gz" .' EXIT
+save_logs() { tar -C "$out" -czf "${OUT:-/tmp}/logs.tar.gz" .; }
+trap save_logs EXIT
 status=0
+# A step that hangs must not eat the lease: each gets LOCKSTEP_STEP_TIMEOUT_S seconds (default
+# 240), and the logs are saved after every step, so a call cut off at its limit still brings
+# back what ran.
 step() {  # step NAME COMMAND...: runs it, logs it, remembers a failure
   local name=$1
   shift
   echo "== $name: $*"
-  "$@" >"$out/$name.log" 2>&1
+  timeout -k 5 "${LOCKSTEP_STEP_TIMEOUT_S:-240}" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   tail -n 4 "$out/$name.log"
   echo "== $name: exit $rc"
   ((rc == 0)) || status=1
+  save_logs
 }
 
 tests() {
@@ -78,6 +83,8 @@ amp() {
     done
     step "amp_torch_${dtype}_b256" python3 /tmp/lockstep/torch_resnet_gpu.py 256 30 "$dtype" nhwc
   done
+  step amp_lockstep_profile lockstep-bench-resnet --device cuda --model resnet50 --size 224 \
+    --batch 256 --classes 1000 --steps 10 --warmup 3 --amp-level O2 --amp-dtype bf16 --profile
 }
 
 for what in "${@:-tests train bench amp}"; do
