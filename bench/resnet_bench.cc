@@ -310,17 +310,15 @@ absl::StatusOr<StepTimes> TimeSteps(const BenchConfig& config, Model& model, con
 absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t size,
                     const parallel::Context& context, const EnvOptions& env) {
   LS_ASSIGN_OR_RETURN(LayerPtr net, models::ModelByName(name, config.classes));
+  LS_ASSIGN_OR_RETURN(const Device device, context.DeviceFor(config.device));
   ModelOptions options{.batch_size = config.batch,
                        .image_shape = {3, size, size},
                        .num_threads = config.threads,
                        .fuse_kernels = !config.no_fuse,
-                       .device = config.device == "cuda" ? context.device() : Device::CPU(),
+                       .device = device,
                        .context = context,
                        .dump_dir = env.dump_dir};
   options.config.Set(env.math);
-  if (config.device == "cuda" && options.device.type != DeviceType::kCUDA) {
-    return absl::FailedPreconditionError("--device cuda: this rank has no GPU of its own");
-  }
   if (config.data_parallel) options.parallel.mode = parallel::ParallelMode::kDataParallel;
   options.parallel.fusion_threshold_mb = config.fusion_threshold_mb;
   options.parallel.overlap_communication = env.overlap_communication;

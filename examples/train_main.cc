@@ -475,17 +475,6 @@ class EpochReport : public Callback {
   std::shared_ptr<SummaryCallback> summary_;  // rank 0 with --summary-dir only
 };
 
-// parallel::Init gave every rank a GPU of its own, or none of them one.
-absl::StatusOr<Device> ChooseDevice(const Flags& f, const parallel::Context& ctx) {
-  if (f.device == "cpu") return Device::CPU();
-  if (f.device == "cuda" && ctx.device().type != DeviceType::kCUDA) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--device cuda, but rank ", ctx.rank(), " has no GPU of its own (", ctx.local_size(),
-        " rank(s) on its host; a CPU-only build, no GPU, or fewer GPUs than ranks)"));
-  }
-  return ctx.device();
-}
-
 absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Context& ctx,
                                               const EnvOptions& env) {
   ModelOptions options{.batch_size = f.batch_size / ctx.size(),
@@ -501,7 +490,7 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
   } else {
     options.loss_scale = FixedLossScale(f);
   }
-  LS_ASSIGN_OR_RETURN(options.device, ChooseDevice(f, ctx));
+  LS_ASSIGN_OR_RETURN(options.device, ctx.DeviceFor(f.device));
   if (ctx.size() > 1) {
     options.parallel = {.mode = parallel::ParallelMode::kDataParallel,
                         .fusion_threshold_mb = f.fusion_mb,

@@ -24,7 +24,9 @@ absl::StatusOr<std::vector<int64_t>> GatherInts(int64_t value, Communicator& wor
   return std::vector<int64_t>(all.data<int64_t>(), all.data<int64_t>() + world.size());
 }
 
-// Every rank's `text`, in rank order: the lengths, then the texts padded to the longest.
+}  // namespace
+
+// The lengths, then the texts padded to the longest.
 absl::StatusOr<std::vector<std::string>> GatherStrings(absl::string_view text,
                                                        Communicator& world) {
   LS_ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
@@ -42,6 +44,8 @@ absl::StatusOr<std::vector<std::string>> GatherStrings(absl::string_view text,
   }
   return texts;
 }
+
+namespace {
 
 // Every rank's status.
 absl::StatusOr<std::vector<absl::Status>> GatherStatuses(const absl::Status& local,

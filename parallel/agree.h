@@ -32,6 +32,9 @@ using Setting = std::pair<std::string, std::string>;
 absl::Status AgreeOnSettings(const std::vector<Setting>& settings, Communicator& world,
                              absl::string_view what);
 
+// Collective over `world`: every rank's `text`, in rank order.
+absl::StatusOr<std::vector<std::string>> GatherStrings(absl::string_view text, Communicator& world);
+
 // True for the statuses AgreeAcrossRanks and AgreeOnSettings return: every rank holds the same
 // one.
 bool IsAgreedError(const absl::Status& status);

@@ -1,11 +1,15 @@
 #include "parallel/context.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "core/logging.h"
 #include "parallel/agree.h"
+#include "parallel/gpu_assignment.h"
 #include "parallel/mpi_communicator.h"
 #include "parallel/watchdog.h"
 #ifdef LOCKSTEP_WITH_CUDA
@@ -37,6 +41,34 @@ constexpr bool kCudaBuild = true;
 constexpr bool kCudaBuild = false;
 #endif
 
+#ifdef LOCKSTEP_WITH_CUDA
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "an unnamed host";
+  return name;
+}
+
+// The UUIDs of the devices this process sees, as nvidia-smi -L prints them; none without a
+// driver.
+std::vector<std::string> VisibleGpus() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) return {};
+  std::vector<std::string> uuids;
+  for (int device = 0; device < count; ++device) {
+    cudaDeviceProp properties;
+    if (cudaGetDeviceProperties(&properties, device) != cudaSuccess) return {};
+    std::string uuid = "GPU-";
+    for (int i = 0; i < 16; ++i) {
+      if (i == 4 || i == 6 || i == 8 || i == 10) uuid += '-';
+      absl::StrAppend(&uuid,
+                      absl::Hex(static_cast<uint8_t>(properties.uuid.bytes[i]), absl::kZeroPad2));
+    }
+    uuids.push_back(std::move(uuid));
+  }
+  return uuids;
+}
+#endif
+
 }  // namespace
 
 Context::State::~State() {
@@ -58,7 +90,7 @@ Context ContextBuilder::WorldOfOne(const CommOptions& options) {
   // NCCL with one rank, so a world of one runs the same collective kernels as many ranks.
   if (CudaAvailable()) {
     absl::StatusOr<std::shared_ptr<NcclCommunicator>> nccl =
-        NcclCommunicator::Create(*state->host_world, 0);
+        NcclCommunicator::Create(*state->host_world, 0, options.collective_timeout);
     if (nccl.ok()) {
       state->device = Device::CUDA(0);
       state->device_world = *nccl;
@@ -114,25 +146,52 @@ absl::Status ContextBuilder::Start(int* argc, char*** argv, State* state) {
 
 absl::Status ContextBuilder::StartDeviceWorld([[maybe_unused]] State* state) {
 #ifdef LOCKSTEP_WITH_CUDA
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
-  // NCCL needs a GPU of its own on every rank: either all ranks get one or all use the CPU.
-  Tensor has_gpu = Tensor::Empty({1}, DType::kI32);
-  *has_gpu.data<int32_t>() = state->local_rank < gpus ? 1 : 0;
-  LS_RETURN_IF_ERROR(state->host_world->AllReduce(has_gpu, ReduceOp::kMin));
-  if (*has_gpu.data<int32_t>() == 0) {
-    if (gpus > 0 && state->rank == 0) {
-      LS_LOG(Warning) << state->local_size << " local ranks but " << gpus
-                      << " GPUs on this host: every rank runs on the CPU";
-    }
+  const RankGpuView mine{.rank = state->rank,
+                         .host = HostName(),
+                         .local_rank = state->local_rank,
+                         .local_size = state->local_size,
+                         .gpus = VisibleGpus()};
+  LS_ASSIGN_OR_RETURN(std::vector<std::string> texts,
+                      GatherStrings(EncodeGpuView(mine), *state->host_world));
+  std::vector<RankGpuView> views;
+  for (const std::string& text : texts) {
+    LS_ASSIGN_OR_RETURN(RankGpuView view, DecodeGpuView(text));
+    views.push_back(std::move(view));
+  }
+  // Every rank decides alike from the same views: all start NCCL, or none does.
+  absl::StatusOr<GpuAssignment> assignment = AssignGpus(views);
+  if (!assignment.ok()) {
+    state->gpu_error = assignment.status();
     return absl::OkStatus();
   }
-  state->device = Device::CUDA(state->local_rank);
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(state->local_rank));
-  LS_ASSIGN_OR_RETURN(state->device_world,
-                      NcclCommunicator::Create(*state->host_world, state->local_rank));
+  state->cpu_reason = assignment->cpu_reason;
+  if (assignment->device.empty()) return absl::OkStatus();
+  const int index = assignment->device[state->rank];
+  state->device = Device::CUDA(index);
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+  LS_ASSIGN_OR_RETURN(
+      state->device_world,
+      NcclCommunicator::Create(*state->host_world, index, state->comm_options.collective_timeout));
 #endif
   return absl::OkStatus();
+}
+
+absl::StatusOr<Device> Context::DeviceFor(absl::string_view choice) const {
+  if (choice == "cpu") return Device::CPU();
+  if (choice != "auto" && choice != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no device '", choice, "': expected auto, cpu or cuda"));
+  }
+  if (!state_->gpu_error.ok()) return state_->gpu_error;
+  if (choice == "cuda" && state_->device.type != DeviceType::kCUDA) {
+    const std::string why = !state_->cpu_reason.empty() ? state_->cpu_reason
+                            : kCudaBuild                ? "no rank sees a GPU"
+                                                        : "this build has no CUDA support";
+    return absl::FailedPreconditionError(
+        absl::StrCat("--device cuda, but rank ", rank(), " has no GPU: ", why));
+  }
+  if (!state_->cpu_reason.empty() && rank() == 0) LS_LOG(Warning) << state_->cpu_reason;
+  return state_->device;
 }
 
 absl::StatusOr<std::shared_ptr<Communicator>> Context::World(Device device) const {

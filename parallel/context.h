@@ -1,8 +1,8 @@
 #pragma once
 
 // Process bootstrap. Under mpirun, Init starts MPI (MPI_Init_thread), learns the world rank and
-// size and the local rank (MPI_Comm_split_type SHARED), picks CUDA device = local rank, and
-// builds the world communicators: MPI for host memory and, in CUDA builds with a GPU, NCCL for
+// size and the local rank (MPI_Comm_split_type SHARED), picks each rank's GPU (gpu_assignment.h),
+// and builds the world communicators: MPI for host memory and, in CUDA builds with a GPU, NCCL for
 // device memory (rank 0's ncclGetUniqueId travels by MPI_Bcast). Otherwise the process is a
 // world of one and MPI is not started at all. Whether mpirun started the process is the
 // caller's to say: the binaries tell it from the launcher's environment, with the other
@@ -16,6 +16,7 @@
 //   }
 
 #include <memory>
+#include <string>
 
 #include "core/device.h"
 #include "core/status.h"
@@ -40,8 +41,13 @@ class Context {
   int size() const { return state_->size; }
   int local_rank() const { return state_->local_rank; }
   int local_size() const { return state_->local_size; }
-  // The device this rank computes on: CUDA(local_rank) when a GPU is present, else CPU.
+  // The device this rank computes on: its GPU when every rank has one (parallel/gpu_assignment.h),
+  // else the CPU.
   Device device() const { return state_->device; }
+  // The device for a user's choice of "auto", "cpu" or "cuda": auto is device(), after one line
+  // on rank 0 when GPUs were seen but not every rank has one; an error when the ranks' GPUs
+  // could not be assigned (except for "cpu") or "cuda" finds no GPU.
+  absl::StatusOr<Device> DeviceFor(absl::string_view choice) const;
   // True when Init started MPI (InitOptions::mpi; even with -n 1).
   bool launched_by_mpi() const { return state_->mpi_started; }
   const CommOptions& comm_options() const { return state_->comm_options; }
@@ -68,6 +74,8 @@ class Context {
         false;  // set once MPI started fully; a failed start leaves it to ReportFatal
     std::shared_ptr<Communicator> host_world;
     std::shared_ptr<Communicator> device_world;  // null without a GPU
+    absl::Status gpu_error;                      // why the ranks' GPUs could not be assigned
+    std::string cpu_reason;  // why every rank computes on the CPU although GPUs were seen
   };
   explicit Context(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;

@@ -1,6 +1,10 @@
 #include "parallel/nccl_communicator.h"
 
 #include <cstring>
+#include <deque>
+#include <string>
+#include <thread>
+#include <utility>
 
 #include "core/device_memory.h"
 #include "ops/cuda/cuda_status.h"
@@ -56,8 +60,86 @@ absl::Status NcclErrorStatus(ncclResult_t result, const char* call, const char* 
   return absl::InternalError(message);
 }
 
-absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(Communicator& bootstrap,
-                                                                           int device_index) {
+// Events recorded on the communicator's stream after each collective, queried in issue order,
+// and NCCL's own error state. The events come from a pool: one per operation, so no thread ever
+// records an event another thread waits on.
+class NcclCommunicator::Probe : public CollectiveProbe {
+ public:
+  explicit Probe(NcclCommunicator& owner) : owner_(owner) {}
+  ~Probe() override {
+    for (const auto& [sequence, event] : recorded_) cudaEventDestroy(event);
+    for (cudaEvent_t event : free_) cudaEventDestroy(event);
+  }
+
+  absl::StatusOr<cudaEvent_t> Take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      cudaEvent_t event = free_.back();
+      free_.pop_back();
+      return event;
+    }
+    cudaEvent_t event = nullptr;
+    CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    return event;
+  }
+  void Give(cudaEvent_t event) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(event);
+  }
+
+  // Marks the end of the work queued on the stream so far as collective `sequence`.
+  absl::Status Record(int64_t sequence) {
+    LS_ASSIGN_OR_RETURN(cudaEvent_t event, Take());
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(event, owner_.stream_));
+    std::lock_guard<std::mutex> lock(mutex_);
+    recorded_.emplace_back(sequence, event);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<bool> Finished(int64_t sequence) override {
+    cudaEvent_t event = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (recorded_.empty() || recorded_.front().first != sequence) return false;
+      event = recorded_.front().second;
+    }
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(owner_.device_.index));
+    const cudaError_t state = cudaEventQuery(event);
+    if (state == cudaErrorNotReady) return false;
+    CUDA_RETURN_IF_ERROR(state);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      recorded_.pop_front();
+    }
+    Give(event);
+    return true;
+  }
+
+  absl::Status AsyncError() override {
+    std::lock_guard<std::mutex> lock(owner_.comm_mutex_);
+    ncclResult_t state = ncclSuccess;
+    NCCL_RETURN_IF_ERROR(ncclCommGetAsyncError(owner_.comm_, &state));
+    if (state == ncclSuccess || state == ncclInProgress) return absl::OkStatus();
+    return NcclErrorStatus(state, "ncclCommGetAsyncError", __FILE__, __LINE__);
+  }
+
+  // ncclCommAbort frees the communicator; later calls find comm_ null.
+  void Abort() override {
+    std::lock_guard<std::mutex> lock(owner_.comm_mutex_);
+    if (owner_.comm_ != nullptr) ncclCommAbort(owner_.comm_);
+    owner_.comm_ = nullptr;
+  }
+
+ private:
+  NcclCommunicator& owner_;
+  std::mutex mutex_;
+  std::deque<std::pair<int64_t, cudaEvent_t>> recorded_;  // issue order
+  std::vector<cudaEvent_t> free_;
+};
+
+absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(
+    Communicator& bootstrap, int device_index, std::chrono::milliseconds timeout,
+    CollectiveWatch::FailureHandler on_failure) {
   Tensor id = Tensor::Empty({static_cast<int64_t>(sizeof(ncclUniqueId))}, DType::kU8);
   if (bootstrap.rank() == 0) {
     NCCL_RETURN_IF_ERROR(ncclGetUniqueId(static_cast<ncclUniqueId*>(id.raw_data())));
@@ -66,21 +148,67 @@ absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(Commu
   ncclUniqueId unique_id;
   std::memcpy(&unique_id, id.raw_data(), sizeof(unique_id));
 
-  std::shared_ptr<NcclCommunicator> comm(
-      new NcclCommunicator(bootstrap.rank(), bootstrap.size(), Device::CUDA(device_index)));
+  std::shared_ptr<NcclCommunicator> comm(new NcclCommunicator(bootstrap.rank(), bootstrap.size(),
+                                                              Device::CUDA(device_index), timeout));
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
   CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&comm->stream_, cudaStreamNonBlocking));
-  CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&comm->ready_, cudaEventDisableTiming));
-  NCCL_RETURN_IF_ERROR(ncclCommInitRank(&comm->comm_, comm->size_, unique_id, comm->rank_));
+  comm->probe_ = std::make_unique<Probe>(*comm);
+  // Non-blocking, so that a peer that never joins costs the timeout, not the job.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  absl::Status joined = comm->Settle(
+      ncclCommInitRankConfig(&comm->comm_, comm->size_, unique_id, comm->rank_, &config),
+      "ncclCommInitRankConfig", __FILE__, __LINE__);
+  if (!joined.ok()) {
+    comm->probe_->Abort();
+    return Annotate(joined, absl::StrCat("rank ", comm->rank_, " joining the NCCL communicator on ",
+                                         comm->device_.ToString()));
+  }
+  comm->watch_ = std::make_unique<CollectiveWatch>(*comm->probe_, timeout, std::move(on_failure));
   comm->barrier_ = Tensor::Empty({1}, DType::kI32, comm->device_);
   CUDA_RETURN_IF_ERROR(cudaMemset(comm->barrier_.raw_data(), 0, comm->barrier_.nbytes()));
   return comm;
 }
 
 NcclCommunicator::~NcclCommunicator() {
+  watch_.reset();  // no poll of comm_ from here on
   if (comm_ != nullptr) ncclCommDestroy(comm_);
+  probe_.reset();
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  if (ready_ != nullptr) cudaEventDestroy(ready_);
+}
+
+absl::Status NcclCommunicator::Settle(ncclResult_t result, const char* call, const char* file,
+                                      int line) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (result == ncclInProgress && comm_ != nullptr) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("NCCL call ", call, " at ", file, ":", line, " still in progress after ",
+                       timeout_.count() / 1000.0, " s: a rank died, or never reached it"));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    NCCL_RETURN_IF_ERROR(ncclCommGetAsyncError(comm_, &result));
+  }
+  if (result != ncclSuccess) return NcclErrorStatus(result, call, file, line);
+  return absl::OkStatus();
+}
+
+absl::Status NcclCommunicator::Follow(cudaStream_t after) {
+  LS_RETURN_IF_ERROR(watch_->failure());
+  if (comm_ == nullptr) return absl::FailedPreconditionError("the NCCL communicator was aborted");
+  LS_ASSIGN_OR_RETURN(cudaEvent_t ready, probe_->Take());
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(ready, after));
+  // The wait holds the event's state as of now: it can go back to the pool at once.
+  const cudaError_t waited = cudaStreamWaitEvent(stream_, ready, 0);
+  probe_->Give(ready);
+  CUDA_RETURN_IF_ERROR(waited);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> NcclCommunicator::Watch(std::string label) {
+  const int64_t sequence = watch_->Issue(std::move(label));
+  LS_RETURN_IF_ERROR(probe_->Record(sequence));
+  return sequence;
 }
 
 absl::Status NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op,
@@ -92,28 +220,29 @@ absl::Status NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inout
     LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op));
     bytes += inout.nbytes();
   }
+  const std::string label = DescribeCollective(*this, "AllReduce", bytes);
   auto enqueue = [&]() -> absl::Status {
-    CUDA_RETURN_IF_ERROR(cudaEventRecord(ready_, after));
-    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, ready_, 0));
+    std::lock_guard<std::mutex> lock(comm_mutex_);
+    LS_RETURN_IF_ERROR(Follow(after));
     if (before) LS_RETURN_IF_ERROR(before(stream_));
-    NCCL_RETURN_IF_ERROR(ncclGroupStart());
+    NCCL_SETTLE(ncclGroupStart());
     for (const Tensor& inout : inouts) {
-      NCCL_RETURN_IF_ERROR(ncclAllReduce(inout.raw_data(), inout.raw_data(), inout.numel(),
-                                         NcclType(inout.dtype()), NcclOp(op), comm_, stream_));
+      NCCL_SETTLE(ncclAllReduce(inout.raw_data(), inout.raw_data(), inout.numel(),
+                                NcclType(inout.dtype()), NcclOp(op), comm_, stream_));
     }
-    NCCL_RETURN_IF_ERROR(ncclGroupEnd());
+    NCCL_SETTLE(ncclGroupEnd());
     if (after_reduce) LS_RETURN_IF_ERROR(after_reduce(stream_));
     CUDA_RETURN_IF_ERROR(cudaEventRecord(done, stream_));
-    return absl::OkStatus();
+    return Watch(label).status();
   };
-  return Annotate(enqueue(), DescribeCollective(*this, "AllReduce", bytes));
+  return Annotate(enqueue(), label);
 }
 
 absl::Status NcclCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {
   LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op));
   return Run("AllReduce", inout.nbytes(), [&]() -> absl::Status {
-    NCCL_RETURN_IF_ERROR(ncclAllReduce(inout.raw_data(), inout.raw_data(), inout.numel(),
-                                       NcclType(inout.dtype()), NcclOp(op), comm_, stream_));
+    NCCL_SETTLE(ncclAllReduce(inout.raw_data(), inout.raw_data(), inout.numel(),
+                              NcclType(inout.dtype()), NcclOp(op), comm_, stream_));
     return absl::OkStatus();
   });
 }
@@ -121,8 +250,8 @@ absl::Status NcclCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {
 absl::Status NcclCommunicator::AllGather(const Tensor& input, const Tensor& output) {
   LS_RETURN_IF_ERROR(CheckAllGather(*this, input, output));
   return Run("AllGather", output.nbytes(), [&]() -> absl::Status {
-    NCCL_RETURN_IF_ERROR(ncclAllGather(input.raw_data(), output.raw_data(), input.numel(),
-                                       NcclType(input.dtype()), comm_, stream_));
+    NCCL_SETTLE(ncclAllGather(input.raw_data(), output.raw_data(), input.numel(),
+                              NcclType(input.dtype()), comm_, stream_));
     return absl::OkStatus();
   });
 }
@@ -130,8 +259,8 @@ absl::Status NcclCommunicator::AllGather(const Tensor& input, const Tensor& outp
 absl::Status NcclCommunicator::Broadcast(const Tensor& inout, int root) {
   LS_RETURN_IF_ERROR(CheckBroadcast(*this, inout, root));
   return Run("Broadcast", inout.nbytes(), [&]() -> absl::Status {
-    NCCL_RETURN_IF_ERROR(ncclBroadcast(inout.raw_data(), inout.raw_data(), inout.numel(),
-                                       NcclType(inout.dtype()), root, comm_, stream_));
+    NCCL_SETTLE(ncclBroadcast(inout.raw_data(), inout.raw_data(), inout.numel(),
+                              NcclType(inout.dtype()), root, comm_, stream_));
     return absl::OkStatus();
   });
 }
@@ -140,8 +269,8 @@ absl::Status NcclCommunicator::ReduceScatter(const Tensor& input, const Tensor& 
                                              ReduceOp op) {
   LS_RETURN_IF_ERROR(CheckReduceScatter(*this, input, output, op));
   return Run("ReduceScatter", input.nbytes(), [&]() -> absl::Status {
-    NCCL_RETURN_IF_ERROR(ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(),
-                                           NcclType(input.dtype()), NcclOp(op), comm_, stream_));
+    NCCL_SETTLE(ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(),
+                                  NcclType(input.dtype()), NcclOp(op), comm_, stream_));
     return absl::OkStatus();
   });
 }
@@ -149,27 +278,28 @@ absl::Status NcclCommunicator::ReduceScatter(const Tensor& input, const Tensor& 
 absl::Status NcclCommunicator::Barrier() {
   // NCCL has no barrier; a one-element AllReduce that every rank waits for is one.
   return Run("Barrier", 0, [&]() -> absl::Status {
-    NCCL_RETURN_IF_ERROR(ncclAllReduce(barrier_.raw_data(), barrier_.raw_data(), 1, ncclInt32,
-                                       ncclSum, comm_, stream_));
+    NCCL_SETTLE(ncclAllReduce(barrier_.raw_data(), barrier_.raw_data(), 1, ncclInt32, ncclSum,
+                              comm_, stream_));
     return absl::OkStatus();
   });
 }
 
 absl::Status NcclCommunicator::Run(absl::string_view collective, size_t bytes,
                                    const std::function<absl::Status()>& launch) {
-  return Annotate(LaunchAndWait(launch), DescribeCollective(*this, collective, bytes));
-}
-
-absl::Status NcclCommunicator::LaunchAndWait(const std::function<absl::Status()>& launch) {
-  // The calling thread (often a CollectiveQueue's) may not have this device current yet.
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
-  // Tensors may still be written by kernels queued on the compute stream.
-  LS_ASSIGN_OR_RETURN(void* compute, ComputeStream(device_));
-  CUDA_RETURN_IF_ERROR(cudaEventRecord(ready_, static_cast<cudaStream_t>(compute)));
-  CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, ready_, 0));
-  LS_RETURN_IF_ERROR(launch());
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  return absl::OkStatus();
+  const std::string label = DescribeCollective(*this, collective, bytes);
+  auto enqueue = [&]() -> absl::StatusOr<int64_t> {
+    std::lock_guard<std::mutex> lock(comm_mutex_);
+    // The calling thread (often a CollectiveQueue's) may not have this device current yet.
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
+    // Tensors may still be written by kernels queued on the compute stream.
+    LS_ASSIGN_OR_RETURN(void* compute, ComputeStream(device_));
+    LS_RETURN_IF_ERROR(Follow(static_cast<cudaStream_t>(compute)));
+    LS_RETURN_IF_ERROR(launch());
+    return Watch(label);
+  };
+  absl::StatusOr<int64_t> sequence = enqueue();
+  if (!sequence.ok()) return Annotate(sequence.status(), label);
+  return watch_->WaitFor(*sequence);
 }
 
 }  // namespace lockstep::parallel

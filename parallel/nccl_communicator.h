@@ -4,14 +4,22 @@
 // blocking, as that interface says: each waits for the work queued on the device's compute
 // stream, enqueues on the communicator's own stream and waits for it. Kernels use
 // EnqueueAllReduce instead, which keeps the host out of it.
+//
+// Nothing can hang: the communicator is created non-blocking and its set-up waited for with the
+// collective timeout, and every collective is numbered and watched (collective_watch.h), so a
+// dead or stuck peer ends every rank with the report of where each rank is. Events are taken
+// per operation from a pool, never shared between threads.
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "parallel/collective_watch.h"
 #include "parallel/communicator.h"
 
 namespace lockstep::parallel {
@@ -20,9 +28,11 @@ class NcclCommunicator : public Communicator {
  public:
   // Collective over the ranks of `bootstrap` (a host communicator): rank 0 makes the NCCL
   // unique id, bootstrap.Broadcast hands it to the others, and every rank joins with CUDA
-  // device `device_index`.
-  static absl::StatusOr<std::shared_ptr<NcclCommunicator>> Create(Communicator& bootstrap,
-                                                                  int device_index);
+  // device `device_index`. `timeout` (CommOptions::collective_timeout) bounds the set-up and
+  // every collective.
+  static absl::StatusOr<std::shared_ptr<NcclCommunicator>> Create(
+      Communicator& bootstrap, int device_index, std::chrono::milliseconds timeout,
+      CollectiveWatch::FailureHandler on_failure = CollectiveWatch::EndJobSoon);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -49,26 +59,42 @@ class NcclCommunicator : public Communicator {
                                 const StreamWork& after_reduce = nullptr);
 
  private:
-  NcclCommunicator(int rank, int size, Device device) : rank_(rank), size_(size), device_(device) {}
-  // Runs `launch`, which enqueues NCCL calls on stream_, on this communicator's device and
-  // waits for the stream; errors name the collective and its bytes.
+  class Probe;  // the watch's view of comm_ and stream_ (nccl_communicator.cc)
+
+  NcclCommunicator(int rank, int size, Device device, std::chrono::milliseconds timeout)
+      : rank_(rank), size_(size), device_(device), timeout_(timeout) {}
+  // Runs `launch`, which enqueues NCCL calls on stream_ after the compute stream's work so far,
+  // and waits for it under the watch; errors name the collective and its bytes.
   absl::Status Run(absl::string_view collective, size_t bytes,
                    const std::function<absl::Status()>& launch);
-  absl::Status LaunchAndWait(const std::function<absl::Status()>& launch);
+  // Under comm_mutex_: orders stream_ after the work queued on `after` so far.
+  absl::Status Follow(cudaStream_t after);
+  // Under comm_mutex_: numbers the work queued on stream_ so far as one collective, watched.
+  absl::StatusOr<int64_t> Watch(std::string label);
+  // A non-blocking communicator's call may return while its work is still being set up: waits
+  // for that, within the timeout.
+  absl::Status Settle(ncclResult_t result, const char* call, const char* file, int line);
 
   int rank_;
   int size_;
   Device device_;
+  std::chrono::milliseconds timeout_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  cudaEvent_t ready_ = nullptr;  // recorded on the stream this communicator's work follows
-  Tensor barrier_;               // (1) i32 on device_: Barrier is an AllReduce of it
+  // Held around every NCCL call on comm_, so that the watch's abort never meets one half-made.
+  std::mutex comm_mutex_;
+  std::unique_ptr<Probe> probe_;
+  std::unique_ptr<CollectiveWatch> watch_;
+  Tensor barrier_;  // (1) i32 on device_: Barrier is an AllReduce of it
 };
 
 // An NCCL result as a Status naming the call, where it was made and NCCL's explanation.
 absl::Status NcclErrorStatus(ncclResult_t result, const char* call, const char* file, int line);
 
 }  // namespace lockstep::parallel
+
+// In NcclCommunicator's own calls: the call, settled (NcclCommunicator::Settle).
+#define NCCL_SETTLE(expr) LS_RETURN_IF_ERROR(Settle((expr), #expr, __FILE__, __LINE__))
 
 #define NCCL_RETURN_IF_ERROR(expr)                                                              \
   do {                                                                                          \

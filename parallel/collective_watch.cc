@@ -1,0 +1,130 @@
+#include "parallel/collective_watch.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <utility>
+
+#include "core/logging.h"
+#include "core/whereabouts.h"
+#include "parallel/context.h"
+#include "parallel/watchdog.h"
+
+namespace lockstep::parallel {
+namespace {
+
+// How long EndJobSoon leaves the rank to end the job itself; with the report's few seconds it
+// keeps the end within the timeout plus 10 s.
+constexpr auto kGrace = std::chrono::seconds(3);
+
+}  // namespace
+
+CollectiveWatch::CollectiveWatch(CollectiveProbe& probe, std::chrono::milliseconds timeout,
+                                 FailureHandler on_failure, std::chrono::milliseconds poll_every)
+    : probe_(probe),
+      timeout_(timeout),
+      on_failure_(std::move(on_failure)),
+      poll_every_(poll_every),
+      thread_([this] { Loop(); }) {}
+
+CollectiveWatch::~CollectiveWatch() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+int64_t CollectiveWatch::Issue(std::string label) {
+  const int64_t sequence = whereabouts::IssueCollective(label);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.push_back({sequence, std::move(label), std::chrono::steady_clock::now()});
+  }
+  changed_.notify_all();
+  return sequence;
+}
+
+absl::Status CollectiveWatch::WaitFor(int64_t sequence) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] {
+    return !failure_.ok() ||
+           std::none_of(pending_.begin(), pending_.end(),
+                        [&](const Pending& pending) { return pending.sequence == sequence; });
+  });
+  return failure_;
+}
+
+absl::Status CollectiveWatch::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+void CollectiveWatch::Loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_ && failure_.ok()) {
+    changed_.wait_for(lock, poll_every_);
+    if (stopping_) return;
+    lock.unlock();
+    absl::Status failure = Poll();
+    if (!failure.ok()) Fail(std::move(failure));
+    lock.lock();
+  }
+}
+
+absl::Status CollectiveWatch::Poll() {
+  while (true) {
+    Pending oldest;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (pending_.empty()) break;
+      oldest = pending_.front();
+    }
+    absl::StatusOr<bool> finished = probe_.Finished(oldest.sequence);
+    if (!finished.ok() || !*finished) {
+      std::string where = absl::StrCat("device collective #", oldest.sequence, " ", oldest.label);
+      if (!finished.ok()) return Annotate(finished.status(), where);
+      if (std::chrono::steady_clock::now() - oldest.issued <= timeout_) break;
+      return absl::DeadlineExceededError(absl::StrCat(
+          where, " did not finish within ", timeout_.count() / 1000.0,
+          " s: a rank died or took another path", DescribeWhereRanksAre(oldest.sequence)));
+    }
+    whereabouts::CompleteCollective(oldest.sequence);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending_.pop_front();
+    }
+    changed_.notify_all();
+  }
+  absl::Status async = probe_.AsyncError();
+  if (async.ok()) return async;
+  std::optional<Pending> oldest;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!pending_.empty()) oldest = pending_.front();
+  }
+  if (!oldest) return Annotate(async, "the device communicator, between collectives");
+  return absl::Status(
+      async.code(), absl::StrCat("device collective #", oldest->sequence, " ", oldest->label, ": ",
+                                 async.message(), DescribeWhereRanksAre(oldest->sequence)));
+}
+
+void CollectiveWatch::Fail(absl::Status failure) {
+  probe_.Abort();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = failure;
+  }
+  changed_.notify_all();
+  on_failure_(failure);
+}
+
+void CollectiveWatch::EndJobSoon(const absl::Status& failure) {
+  std::this_thread::sleep_for(kGrace);
+  ReportFatal(failure);  // aborts MPI, which ends every rank
+  // A world of one has no MPI to end it, and its main thread did not end it in the grace.
+  std::_Exit(1);
+}
+
+}  // namespace lockstep::parallel
