@@ -137,6 +137,10 @@ class NcclCommunicator::Probe : public CollectiveProbe {
   std::vector<cudaEvent_t> free_;
 };
 
+NcclCommunicator::NcclCommunicator(int rank, int size, Device device,
+                                   std::chrono::milliseconds timeout)
+    : rank_(rank), size_(size), device_(device), timeout_(timeout) {}
+
 absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(
     Communicator& bootstrap, int device_index, std::chrono::milliseconds timeout,
     CollectiveWatch::FailureHandler on_failure) {

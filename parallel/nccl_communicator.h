@@ -61,8 +61,7 @@ class NcclCommunicator : public Communicator {
  private:
   class Probe;  // the watch's view of comm_ and stream_ (nccl_communicator.cc)
 
-  NcclCommunicator(int rank, int size, Device device, std::chrono::milliseconds timeout)
-      : rank_(rank), size_(size), device_(device), timeout_(timeout) {}
+  NcclCommunicator(int rank, int size, Device device, std::chrono::milliseconds timeout);
   // Runs `launch`, which enqueues NCCL calls on stream_ after the compute stream's work so far,
   // and waits for it under the watch; errors name the collective and its bytes.
   absl::Status Run(absl::string_view collective, size_t bytes,

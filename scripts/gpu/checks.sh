@@ -5,10 +5,11 @@
 # with dynamic loss scaling, ResNet-50 at O2 beside PyTorch's autocast in channels-last). The
 # logs come back as $OUT/logs.tar.gz (the device tool brings back a few files only).
 #
-#   bash scripts/gpu/run.sh BUNDLE bash scripts/gpu/checks.sh [tests|train|bench|amp]...
+#   bash scripts/gpu/run.sh BUNDLE bash scripts/gpu/checks.sh [tests|train|bench|amp|scale]...
 #
 # Estimated on an H100 (BENCHMARKS.md's step times plus start-up): tests 1-2 min (the 16-bit
-# kernel tests included), train about 1 min, bench about 2 min, amp about 3 min: within 10.
+# kernel tests included), train about 1 min, bench about 2 min, amp about 3 min, scale under
+# 1 min: within 10.
 set -uo pipefail
 out=/tmp/lockstep-logs
 mkdir -p "$out"
@@ -64,6 +65,17 @@ bench() {
     --batch 128 --classes 1000 --steps 10 --warmup 3 --profile
 }
 
+# GPUs at scale: the NCCL communicator's watch (collectives retired; one stalled behind a kernel
+# that never ends times out, aborts the communicator and reports), then training through the
+# watched communicator.
+scale() {
+  step nccl_watch parallel_cuda_test
+  local data=/tmp/sample
+  [[ -d $data/train ]] || lockstep-make-sample "$data" >/dev/null
+  step scale_train lockstep-train --data "$data" --model resnet8 --batch-size 32 --lr 0.1 \
+    --log-every 60 --epochs 2 --device cuda
+}
+
 # Mixed precision: the bf16 and f16 kernels train the sample (the log's last line has the
 # validation accuracy, to compare with train_gpu's), and ResNet-50 at O2 runs beside PyTorch's
 # autocast in channels-last, as Lockstep keeps 16-bit activations NHWC.
@@ -87,7 +99,7 @@ amp() {
     --batch 256 --classes 1000 --steps 10 --warmup 3 --amp-level O2 --amp-dtype bf16 --profile
 }
 
-for what in "${@:-tests train bench amp}"; do
+for what in "${@:-tests train bench amp scale}"; do
   for w in $what; do "$w"; done
 done
 exit $status
