@@ -4,11 +4,14 @@
 // the CPU kernels: momentum * old + (1 - momentum) * batch, with the unbiased variance, which is
 // cuDNN's exponential average with factor 1 - momentum. BatchNormRelu applies the ReLU after cuDNN
 // and keeps one mask byte per element; its gradient masks dy with it before cuDNN's backward.
-// 16-bit data (bf16, f16) is normalized in NHWC, where cuDNN's persistent kernels are fastest,
-// and its (C) vectors are float32 as cuDNN requires: the pass gives float32 scale and bias (O2);
-// where they arrive 16-bit (O3) the kernels convert them into float32 workspace, and compute
-// dgamma and dbeta there before rounding them into their 16-bit outputs. Statistics and running
-// averages are float32 always.
+// 16-bit data (bf16, f16) is normalized in NHWC for training by kernels of Lockstep's own
+// (batch_norm_kernels.h): cuDNN's legacy calls ran them 50-100 times slower than the bytes allow.
+// Their (C) vectors are float32: the pass gives float32 scale and bias (O2); where they arrive
+// 16-bit (O3) the kernels convert them into float32 workspace, and compute dgamma and dbeta
+// there before rounding them into their 16-bit outputs. Statistics and running averages are
+// float32 always.
+
+#include <type_traits>
 
 #include "graph/kernel.h"
 #include "ops/cuda/batch_norm_kernels.h"
@@ -69,11 +72,142 @@ class NormKernel : public Kernel {
     return converted;
   }
 
+  // The per-chunk sums of the channels-last kernels, after `vectors` workspace vectors.
+  cuda::ChannelPartials Partials(void* workspace, int vectors) const {
+    char* first = static_cast<char*>(workspace) + vectors * Aligned(channels_, sizeof(float));
+    const int64_t chunks = cuda::ChannelChunks(elements_ / channels_, channels_);
+    char* second = first + Aligned(chunks * channels_, sizeof(double));
+    return {reinterpret_cast<double*>(first), reinterpret_cast<double*>(second), chunks};
+  }
+  size_t PartialsBytes() const {
+    return 2 * Aligned(cuda::ChannelChunks(elements_ / channels_, channels_) * channels_,
+                       sizeof(double));
+  }
+
   int64_t channels_ = 0;
   int64_t elements_ = 0;
   double epsilon_ = 1e-5;
   bool half_params_ = false;
   TensorDesc x_, channel_;
+};
+
+// Whether batch norm of this node runs on the own channels-last kernels: 16-bit data in NHWC,
+// or (N, C), which is the same in memory.
+template <typename T>
+bool OwnChannelsLast(const Node& node) {
+  const Value& x = *node.inputs[0];
+  return !std::is_same_v<T, float> && (x.layout == cuda::NhwcLayout() || x.shape().size() == 2);
+}
+
+// The running averages are updated in place: outputs 3 and 4 start from inputs 3 and 4.
+absl::Status CopyRunningAverages(const KernelIO& io, cudaStream_t stream) {
+  for (int i : {3, 4}) {
+    if (io.outputs[i].raw_data() == io.inputs[i].raw_data()) continue;
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(io.outputs[i].raw_data(), io.inputs[i].raw_data(),
+                                         io.inputs[i].nbytes(), cudaMemcpyDeviceToDevice, stream));
+  }
+  return absl::OkStatus();
+}
+
+// Training forward on the own channels-last kernels (batch_norm_kernels.h), same inputs and
+// outputs as BatchNormKernel.
+template <typename T>
+class NhwcBatchNormKernel : public NormKernel<T> {
+ public:
+  static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, bool relu) {
+    auto kernel = std::unique_ptr<NhwcBatchNormKernel>(new NhwcBatchNormKernel());
+    LS_RETURN_IF_ERROR(kernel->Init(node));
+    kernel->momentum_ = static_cast<float>(node.attrs.GetFloat("momentum"));
+    kernel->relu_ = relu;
+    return kernel;
+  }
+
+  // scale, shift, float32 gamma and beta, then the partial sums.
+  size_t WorkspaceBytes() const override {
+    return kVectors * Aligned(this->channels_, sizeof(float)) + this->PartialsBytes();
+  }
+
+  absl::Status Run(const KernelIO& io) override {
+    const cudaStream_t stream = StreamOf(io);
+    LS_RETURN_IF_ERROR(CopyRunningAverages(io, stream));
+    LS_ASSIGN_OR_RETURN(const float* gamma,
+                        this->FloatParam(io.inputs[1], io.workspace, 2, stream));
+    LS_ASSIGN_OR_RETURN(const float* beta, this->FloatParam(io.inputs[2], io.workspace, 3, stream));
+    const cuda::NormForwardVectors vectors{.gamma = gamma,
+                                           .beta = beta,
+                                           .saved_mean = io.outputs[1].data<float>(),
+                                           .saved_var = io.outputs[2].data<float>(),
+                                           .running_mean = io.outputs[3].data<float>(),
+                                           .running_var = io.outputs[4].data<float>(),
+                                           .scale = this->Vector(io.workspace, 0),
+                                           .shift = this->Vector(io.workspace, 1)};
+    CUDA_RETURN_IF_ERROR(cuda::LaunchNhwcBatchNorm(
+        cuda::DataAs<const T>(io.inputs[0]), this->elements_ / this->channels_, this->channels_,
+        momentum_, static_cast<float>(this->epsilon_), vectors,
+        this->Partials(io.workspace, kVectors), cuda::DataAs<T>(io.outputs[0]),
+        relu_ ? io.outputs[5].data<uint8_t>() : nullptr, stream));
+    return absl::OkStatus();
+  }
+
+ private:
+  static constexpr int kVectors = 4;
+  NhwcBatchNormKernel() = default;
+  float momentum_ = 0.9f;
+  bool relu_ = false;
+};
+
+// Training backward on the own channels-last kernels, same inputs and outputs as
+// BatchNormGradKernel.
+template <typename T>
+class NhwcBatchNormGradKernel : public NormKernel<T> {
+ public:
+  static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, bool relu) {
+    auto kernel = std::unique_ptr<NhwcBatchNormGradKernel>(new NhwcBatchNormGradKernel());
+    LS_RETURN_IF_ERROR(kernel->Init(node));
+    kernel->relu_ = relu;
+    return kernel;
+  }
+
+  // inv_std, gamma * inv_std, the means of dy and dy * x_hat, float32 gamma, dgamma and dbeta,
+  // then the partial sums.
+  size_t WorkspaceBytes() const override {
+    return kVectors * Aligned(this->channels_, sizeof(float)) + this->PartialsBytes();
+  }
+
+  absl::Status Run(const KernelIO& io) override {
+    const cudaStream_t stream = StreamOf(io);
+    LS_ASSIGN_OR_RETURN(const float* gamma,
+                        this->FloatParam(io.inputs[1], io.workspace, 4, stream));
+    const bool half = this->half_params_;
+    const cuda::NormBackwardVectors vectors{
+        .gamma = gamma,
+        .saved_mean = io.inputs[2].data<float>(),
+        .saved_var = io.inputs[3].data<float>(),
+        .dgamma = half ? this->Vector(io.workspace, 5) : io.outputs[1].data<float>(),
+        .dbeta = half ? this->Vector(io.workspace, 6) : io.outputs[2].data<float>(),
+        .inv_std = this->Vector(io.workspace, 0),
+        .gamma_inv_std = this->Vector(io.workspace, 1),
+        .mean_dy = this->Vector(io.workspace, 2),
+        .mean_dy_x_hat = this->Vector(io.workspace, 3)};
+    CUDA_RETURN_IF_ERROR(cuda::LaunchNhwcBatchNormGrad(
+        cuda::DataAs<const T>(io.inputs[0]), cuda::DataAs<const T>(io.inputs[4]),
+        relu_ ? io.inputs[5].data<uint8_t>() : nullptr, this->elements_ / this->channels_,
+        this->channels_, static_cast<float>(this->epsilon_), vectors,
+        this->Partials(io.workspace, kVectors), cuda::DataAs<T>(io.outputs[0]), stream));
+    if (half) {
+      for (int i : {1, 2}) {
+        CUDA_RETURN_IF_ERROR(cuda::LaunchCast(this->Vector(io.workspace, i + 4),
+                                              static_cast<T*>(io.outputs[i].raw_data()),
+                                              this->channels_, stream));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  static constexpr int kVectors = 7;
+  NhwcBatchNormGradKernel() = default;
+  bool relu_ = false;
 };
 
 // (x, gamma, beta, running_mean, running_var) -> (y, saved_mean, saved_var, running_mean',
@@ -82,6 +216,7 @@ template <typename T>
 class BatchNormKernel : public NormKernel<T> {
  public:
   static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, bool relu) {
+    if (OwnChannelsLast<T>(node)) return NhwcBatchNormKernel<T>::Create(node, relu);
     auto kernel = std::unique_ptr<BatchNormKernel>(new BatchNormKernel());
     LS_RETURN_IF_ERROR(kernel->Init(node));
     kernel->factor_ = 1.0 - node.attrs.GetFloat("momentum");
@@ -97,12 +232,7 @@ class BatchNormKernel : public NormKernel<T> {
   absl::Status Run(const KernelIO& io) override {
     const cudaStream_t stream = StreamOf(io);
     LS_ASSIGN_OR_RETURN(cudnnHandle_t handle, cuda::CudnnHandle(stream));
-    for (int i : {3, 4}) {  // the running averages are updated in place
-      if (io.outputs[i].raw_data() == io.inputs[i].raw_data()) continue;
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(io.outputs[i].raw_data(), io.inputs[i].raw_data(),
-                                           io.inputs[i].nbytes(), cudaMemcpyDeviceToDevice,
-                                           stream));
-    }
+    LS_RETURN_IF_ERROR(CopyRunningAverages(io, stream));
     float* inv_std = this->Vector(io.workspace, 0);  // (C)
     LS_ASSIGN_OR_RETURN(const float* gamma,
                         this->FloatParam(io.inputs[1], io.workspace, 1, stream));
@@ -134,6 +264,7 @@ template <typename T>
 class BatchNormGradKernel : public NormKernel<T> {
  public:
   static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, bool relu) {
+    if (OwnChannelsLast<T>(node)) return NhwcBatchNormGradKernel<T>::Create(node, relu);
     auto kernel = std::unique_ptr<BatchNormGradKernel>(new BatchNormGradKernel());
     LS_RETURN_IF_ERROR(kernel->Init(node));
     kernel->relu_ = relu;

@@ -262,14 +262,18 @@ std::vector<LowInput> NormGradInputs(const Shape& x, bool low_params) {
 
 TEST(LowPrecisionCudaTest, BatchNormWithFloatOrLowParameters) {
   LS_SKIP_WITHOUT_GPU();
-  const Shape x = {4, 8, 6, 6};
-  for (DType dtype : kLowDTypes) {
-    for (bool low_params : {false, true}) {
-      SCOPED_TRACE(low_params ? "O3: 16-bit gamma, beta" : "O2: float32 gamma, beta");
-      ExpectLowMatches(dtype, NormInputs(x, low_params), OneOp("BatchNorm", {{"momentum", 0.9}}));
-      ExpectLowMatches(dtype, NormInputs(x, low_params), OneOp("BatchNormInference"));
-      // dgamma and dbeta sum N * H * W products of 16-bit values.
-      ExpectLowMatches(dtype, NormGradInputs(x, low_params), OneOp("BatchNormGrad"), 2.0);
+  // One channel tile and two chunks of rows; two tiles, the second partial, and several chunks;
+  // (N, C) data.
+  for (const Shape& x : {Shape{4, 8, 6, 6}, Shape{8, 40, 7, 9}, Shape{96, 40}}) {
+    SCOPED_TRACE(ShapeToString(x));
+    for (DType dtype : kLowDTypes) {
+      for (bool low_params : {false, true}) {
+        SCOPED_TRACE(low_params ? "O3: 16-bit gamma, beta" : "O2: float32 gamma, beta");
+        ExpectLowMatches(dtype, NormInputs(x, low_params), OneOp("BatchNorm", {{"momentum", 0.9}}));
+        ExpectLowMatches(dtype, NormInputs(x, low_params), OneOp("BatchNormInference"));
+        // dgamma and dbeta sum N * H * W products of 16-bit values.
+        ExpectLowMatches(dtype, NormGradInputs(x, low_params), OneOp("BatchNormGrad"), 2.0);
+      }
     }
   }
 }
