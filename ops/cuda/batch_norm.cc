@@ -79,9 +79,11 @@ class NormKernel : public Kernel {
     char* second = first + Aligned(chunks * channels_, sizeof(double));
     return {reinterpret_cast<double*>(first), reinterpret_cast<double*>(second), chunks};
   }
-  size_t PartialsBytes() const {
-    return 2 * Aligned(cuda::ChannelChunks(elements_ / channels_, channels_) * channels_,
-                       sizeof(double));
+  // The channels-last kernels' workspace: `vectors` float32 (C) vectors, then the partial sums.
+  size_t ChannelsLastWorkspace(int vectors) const {
+    const int64_t chunks = cuda::ChannelChunks(elements_ / channels_, channels_);
+    return vectors * Aligned(channels_, sizeof(float)) +
+           2 * Aligned(chunks * channels_, sizeof(double));
   }
 
   int64_t channels_ = 0;
@@ -123,9 +125,7 @@ class NhwcBatchNormKernel : public NormKernel<T> {
   }
 
   // scale, shift, float32 gamma and beta, then the partial sums.
-  size_t WorkspaceBytes() const override {
-    return kVectors * Aligned(this->channels_, sizeof(float)) + this->PartialsBytes();
-  }
+  size_t WorkspaceBytes() const override { return this->ChannelsLastWorkspace(kVectors); }
 
   absl::Status Run(const KernelIO& io) override {
     const cudaStream_t stream = StreamOf(io);
@@ -170,9 +170,7 @@ class NhwcBatchNormGradKernel : public NormKernel<T> {
 
   // inv_std, gamma * inv_std, the means of dy and dy * x_hat, float32 gamma, dgamma and dbeta,
   // then the partial sums.
-  size_t WorkspaceBytes() const override {
-    return kVectors * Aligned(this->channels_, sizeof(float)) + this->PartialsBytes();
-  }
+  size_t WorkspaceBytes() const override { return this->ChannelsLastWorkspace(kVectors); }
 
   absl::Status Run(const KernelIO& io) override {
     const cudaStream_t stream = StreamOf(io);
