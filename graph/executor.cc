@@ -1,5 +1,6 @@
 #include "graph/executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -68,7 +69,11 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
     for (const Value* input : node->inputs) {
       step.io.inputs.push_back(executor->ViewOf(*input));
       auto async = async_steps.find(input->producer);
-      if (async != async_steps.end()) step.waits_for.push_back(async->second);
+      // Once per producer: a node may read several outputs of one collective (a bucket's update).
+      if (async != async_steps.end() && std::find(step.waits_for.begin(), step.waits_for.end(),
+                                                  async->second) == step.waits_for.end()) {
+        step.waits_for.push_back(async->second);
+      }
     }
     for (const auto& output : node->outputs) step.io.outputs.push_back(executor->ViewOf(*output));
     step.io.workspace = executor->workspace_.raw_data();

@@ -107,6 +107,12 @@ class OpDef {
   }
   // Every output i is written into input i (variadic collectives on gradients).
   OpDef& InPlaceEach() { return Set(in_place_each_, true); }
+  // The InPlace pairs repeat for each further group of `outputs` outputs and `inputs` inputs
+  // (an op that updates several tensors alike: output outputs * k + o is written into input
+  // inputs * k + i for each pair (o, i)).
+  OpDef& InPlaceRepeats(int outputs, int inputs) {
+    return Set(in_place_period_, std::make_pair(outputs, inputs));
+  }
   // The op's inference form (see InferenceForm). An op without one does not export.
   OpDef& InferenceAs(std::vector<std::string> ops,
                      std::vector<std::string> training_only_attrs = {}) {
@@ -170,6 +176,7 @@ class OpDef {
   GradFn grad_;
   std::vector<std::pair<int, int>> in_place_;
   bool in_place_each_ = false;
+  std::pair<int, int> in_place_period_{0, 0};  // (outputs, inputs); 0: no repetition
   std::optional<InferenceForm> inference_;
   bool sums_gradients_ = false;
   PrecisionPolicy precision_;

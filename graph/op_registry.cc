@@ -27,8 +27,11 @@ bool PrecisionPolicy::KeepsFloat32(int input, AmpLevel level) const {
 
 int OpDef::InPlaceInput(int output) const {
   if (in_place_each_) return output;
+  const auto [outputs, inputs] = in_place_period_;
+  const int group = outputs > 0 ? output / outputs : 0;
+  const int within = outputs > 0 ? output % outputs : output;
   for (auto [out, in] : in_place_) {
-    if (out == output) return in;
+    if (out == within) return group * inputs + in;
   }
   return -1;
 }

@@ -10,53 +10,66 @@ namespace {
 
 const TensorType kF32Scalar{{}, DType::kF32};
 
-// (param, grad, moment, lr [] [, loss_scale [], finite []]) -> (param', moment').
+// ((param, grad, moment) x N, lr [] [, loss_scale [], finite []]) -> ((param', moment') x N).
 absl::StatusOr<std::vector<TensorType>> InferMomentum(const InferContext& ctx) {
-  if (ctx.inputs.size() != 4 && ctx.inputs.size() != 6) {
+  const size_t count = ctx.inputs.size();
+  // One or more triples, then lr, or lr, loss_scale and finite.
+  const size_t scalars = count % 3 == 1 ? 1 : 3;
+  if (count < 4 || (count % 3 != 1 && count % 3 != 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "expects (param, grad, moment, lr) or (param, grad, moment, lr, loss_scale, finite), got ",
-        ctx.inputs.size(), " inputs"));
+        "expects (param, grad, moment) for each tensor, then lr or lr, loss_scale, finite; got ",
+        count, " inputs"));
   }
-  const TensorType& param = ctx.inputs[0];
-  if (param.dtype != DType::kF32) {
-    return absl::InvalidArgumentError(absl::StrCat("param must be f32, got ", TypeToString(param)));
-  }
-  const char* names[] = {"param", "grad", "moment"};
-  for (int i : {1, 2}) {
-    if (ctx.inputs[i] != param) {
-      return absl::InvalidArgumentError(absl::StrCat(names[i], " must be ", TypeToString(param),
-                                                     " like param, got ",
-                                                     TypeToString(ctx.inputs[i])));
+  const size_t tensors = (count - scalars) / 3;
+  std::vector<TensorType> outputs;
+  for (size_t t = 0; t < tensors; ++t) {
+    const TensorType& param = ctx.inputs[3 * t];
+    if (param.dtype != DType::kF32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("param ", t, " must be f32, got ", TypeToString(param)));
     }
+    const char* names[] = {"param", "grad", "moment"};
+    for (size_t i : {1, 2}) {
+      if (ctx.inputs[3 * t + i] != param) {
+        return absl::InvalidArgumentError(absl::StrCat(names[i], " must be ", TypeToString(param),
+                                                       " like param ", t, ", got ",
+                                                       TypeToString(ctx.inputs[3 * t + i])));
+      }
+    }
+    outputs.push_back(param);
+    outputs.push_back(param);
   }
-  const char* scalars[] = {"lr", "loss_scale", "finite"};
-  for (size_t i = 3; i < ctx.inputs.size(); ++i) {
-    if (ctx.inputs[i] != kF32Scalar) {
-      return absl::InvalidArgumentError(absl::StrCat(scalars[i - 3], " must be f32[], got ",
-                                                     TypeToString(ctx.inputs[i])));
+  const char* scalar_names[] = {"lr", "loss_scale", "finite"};
+  for (size_t i = 0; i < scalars; ++i) {
+    if (ctx.inputs[3 * tensors + i] != kF32Scalar) {
+      return absl::InvalidArgumentError(absl::StrCat(scalar_names[i], " must be f32[], got ",
+                                                     TypeToString(ctx.inputs[3 * tensors + i])));
     }
   }
   if (ctx.attrs.GetFloat("loss_scale") <= 0.0) {
     return absl::InvalidArgumentError(
         absl::StrCat("loss_scale must be positive, got ", ctx.attrs.GetFloat("loss_scale")));
   }
-  return std::vector<TensorType>{param, param};
+  return outputs;
 }
 
 // g = grad / loss_scale + weight_decay * param; moment = momentum * moment + g;
 // param -= lr * (nesterov ? g + momentum * moment : moment). As MindSpore and PyTorch.
 // With the inputs loss_scale and finite (dynamic loss scaling), the gradient is divided by the
 // attribute times the input, and nothing is written when finite is 0: the step is skipped.
+// One node updates several tensors alike (those whose gradients one AllReduce bucket reduces),
+// so that a device runs the update of a bucket as one launch.
 REGISTER_OP("Momentum")
     .Inputs(kVariadic)
-    .Outputs(2)
+    .Outputs(kVariadic)
     .Attr("momentum", 0.9)
     .Attr("weight_decay", 0.0)
     .Attr("nesterov", false)
     .Attr("loss_scale", 1.0)
     .Infer(InferMomentum)
     .InPlace(0, 0)
-    .InPlace(1, 2);
+    .InPlace(1, 2)
+    .InPlaceRepeats(2, 3);
 
 // (accum, grad, beta []) -> accum' = beta * accum + grad. beta is 0 on the first micro-batch
 // of an update (the accumulator starts over without a separate zeroing pass) and 1 after.
@@ -102,9 +115,9 @@ absl::StatusOr<std::vector<TensorType>> InferUpdateLossScale(const InferContext&
                      absl::StrJoin(got, ", "), ")"));
   }
   if (ctx.attrs.GetFloat("factor") <= 1.0 || ctx.attrs.GetInt("window") < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "factor must exceed 1 and window be at least 1, got ", ctx.attrs.GetFloat("factor"),
-        " and ", ctx.attrs.GetInt("window")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("factor must exceed 1 and window be at least 1, got ",
+                     ctx.attrs.GetFloat("factor"), " and ", ctx.attrs.GetInt("window")));
   }
   return std::vector<TensorType>{ctx.inputs[0], ctx.inputs[1]};
 }

@@ -4,6 +4,7 @@
 // both backends update parameters, moments and the loss scale alike.
 
 #include <cfloat>
+#include <cstddef>
 #include <cstdint>
 
 #include "ops/host_device.h"
@@ -16,6 +17,23 @@ struct MomentumParams {
   float weight_decay = 0.0f;
   float unscale = 1.0f;  // 1 / loss_scale
   bool nesterov = false;
+};
+
+// Where a Momentum node's inputs are (ops/optimizer.cc): (param, grad, moment) for each of its
+// tensors, then lr and, under dynamic loss scaling, loss_scale and finite. Output 2t is tensor
+// t's param, 2t + 1 its moment.
+struct MomentumInputs {
+  explicit MomentumInputs(size_t inputs)
+      : dynamic(inputs % 3 == 0), tensors((inputs - (dynamic ? 3 : 1)) / 3) {}
+  size_t param(size_t t) const { return 3 * t; }
+  size_t grad(size_t t) const { return 3 * t + 1; }
+  size_t moment(size_t t) const { return 3 * t + 2; }
+  size_t lr() const { return 3 * tensors; }
+  size_t loss_scale() const { return 3 * tensors + 1; }
+  size_t finite() const { return 3 * tensors + 2; }
+
+  bool dynamic;
+  size_t tensors;
 };
 
 struct ParamAndMoment {

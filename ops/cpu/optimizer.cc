@@ -16,24 +16,29 @@ class MomentumKernel : public Kernel {
                 .nesterov = node.attrs.GetBool("nesterov")} {}
 
   absl::Status Run(const KernelIO& io) override {
-    const bool dynamic = io.inputs.size() == 6;  // loss_scale [] and finite [] follow lr
-    if (dynamic && *io.inputs[5].data<float>() == 0.0f) return absl::OkStatus();  // skipped
+    const math::MomentumInputs in(io.inputs.size());
+    if (in.dynamic && *io.inputs[in.finite()].data<float>() == 0.0f) return absl::OkStatus();
     // A local copy, which the stores below cannot alias.
     math::MomentumParams params = params_;
-    if (dynamic) params.unscale = math::DynamicUnscale(params.unscale, *io.inputs[4].data<float>());
-    const float* param = io.inputs[0].data<float>();   // any shape
-    const float* grad = io.inputs[1].data<float>();    // same shape as param
-    const float* moment = io.inputs[2].data<float>();  // same shape as param
-    const float lr = *io.inputs[3].data<float>();      // []
-    float* new_param = io.outputs[0].data<float>();    // same memory as param
-    float* new_moment = io.outputs[1].data<float>();   // same memory as moment
-    const int64_t n = io.outputs[0].numel();
+    if (in.dynamic) {
+      params.unscale =
+          math::DynamicUnscale(params.unscale, *io.inputs[in.loss_scale()].data<float>());
+    }
+    const float lr = *io.inputs[in.lr()].data<float>();  // []
+    for (size_t t = 0; t < in.tensors; ++t) {
+      const float* param = io.inputs[in.param(t)].data<float>();    // any shape
+      const float* grad = io.inputs[in.grad(t)].data<float>();      // same shape as param
+      const float* moment = io.inputs[in.moment(t)].data<float>();  // same shape as param
+      float* new_param = io.outputs[2 * t].data<float>();           // same memory as param
+      float* new_moment = io.outputs[2 * t + 1].data<float>();      // same memory as moment
+      const int64_t n = io.outputs[2 * t].numel();
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const math::ParamAndMoment next =
-          math::MomentumStep(params, lr, param[i], grad[i], moment[i]);
-      new_param[i] = next.param;
-      new_moment[i] = next.moment;
+      for (int64_t i = 0; i < n; ++i) {
+        const math::ParamAndMoment next =
+            math::MomentumStep(params, lr, param[i], grad[i], moment[i]);
+        new_param[i] = next.param;
+        new_moment[i] = next.moment;
+      }
     }
     return absl::OkStatus();
   }
@@ -42,10 +47,25 @@ class MomentumKernel : public Kernel {
   math::MomentumParams params_;  // unscale: 1 / the loss_scale attribute
 };
 
-// The parameter's layout (convolution weights are blocked), which its gradient and moment share.
+// Each tensor's param, gradient, moment and updates in the param's layout (convolution weights
+// are blocked); the scalars plain.
+LayoutChoice EachTensorInItsParamLayout(const Node& node,
+                                        const std::vector<Layout>& producer_layouts,
+                                        const SharedLayouts&) {
+  const math::MomentumInputs in(node.inputs.size());
+  LayoutChoice choice;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    choice.inputs.push_back(i < in.lr() ? producer_layouts[i - i % 3] : Layout::kPlain);
+  }
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    choice.outputs.push_back(producer_layouts[in.param(o / 2)]);
+  }
+  return choice;
+}
+
 REGISTER_KERNEL({.op = "Momentum",
                  .create = MakeFactory<MomentumKernel>(),
-                 .layouts = SameLayoutAsFirstInput});
+                 .layouts = EachTensorInItsParamLayout});
 
 class AccumulateKernel : public Kernel {
  public:

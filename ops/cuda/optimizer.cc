@@ -1,15 +1,32 @@
-// CUDA kernels of Momentum and Accumulate, element-wise and in place; the launchers are in
-// ops/cuda/optimizer.cu.
-//
-// Each Momentum node updates one parameter and launches once. The parameters, gradients and
-// moments are flat buffers, so one launch over a whole bucket could replace them later.
-// AllFinite launches once per input after setting its flag.
+// CUDA kernels of Momentum and Accumulate, element-wise and in place, and of dynamic loss
+// scaling; the launchers are in ops/cuda/optimizer.cu. A Momentum node updates every tensor of
+// its AllReduce bucket in one launch, and AllFinite checks every gradient in one (after setting
+// its flag): the fixed cost of a step does not grow with the number of parameters.
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/optimizer_kernels.h"
 
 namespace lockstep {
+namespace cuda {
+
+std::vector<TensorChunk> ChunkTensors(const std::vector<int64_t>& sizes) {
+  std::vector<TensorChunk> chunks;
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    for (int64_t begin = 0; begin < sizes[t]; begin += kChunkElements) {
+      chunks.push_back(
+          {static_cast<int32_t>(t), begin, std::min(sizes[t], begin + kChunkElements)});
+    }
+  }
+  return chunks;
+}
+
+}  // namespace cuda
+
 namespace {
 
 using cuda::StreamOf;
@@ -21,25 +38,92 @@ math::MomentumParams ParamsOf(const Node& node) {
           .nesterov = node.attrs.GetBool("nesterov")};
 }
 
+// A table a grouped kernel reads on the device, uploaded on the first run and again only when
+// its rows change (the memory plan keeps tensor addresses fixed from run to run). Rows must
+// have no padding bytes: they are compared as bytes.
+template <typename Row>
+class DeviceTable {
+ public:
+  absl::StatusOr<const Row*> Upload(const std::vector<Row>& rows, Device device,
+                                    cudaStream_t stream) {
+    const size_t bytes = rows.size() * sizeof(Row);
+    if (!device_.defined() || bytes != host_.size() * sizeof(Row) ||
+        std::memcmp(rows.data(), host_.data(), bytes) != 0) {
+      host_ = rows;
+      device_ =
+          Tensor::Empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::kU8, device);
+      CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(device_.raw_data(), host_.data(), bytes, cudaMemcpyHostToDevice, stream));
+    }
+    return static_cast<const Row*>(device_.raw_data());
+  }
+
+ private:
+  std::vector<Row> host_;
+  Tensor device_;  // (bytes) u8
+};
+
+// The chunks of tensors of the given element counts, uploaded on the first run.
+class ChunkTable {
+ public:
+  explicit ChunkTable(std::vector<int64_t> sizes) : chunks_(cuda::ChunkTensors(sizes)) {}
+  absl::StatusOr<const cuda::TensorChunk*> Upload(Device device, cudaStream_t stream) {
+    if (!device_.defined()) {
+      const size_t bytes = chunks_.size() * sizeof(cuda::TensorChunk);
+      device_ =
+          Tensor::Empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::kU8, device);
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_.raw_data(), chunks_.data(), bytes,
+                                           cudaMemcpyHostToDevice, stream));
+    }
+    return static_cast<const cuda::TensorChunk*>(device_.raw_data());
+  }
+  int64_t size() const { return static_cast<int64_t>(chunks_.size()); }
+
+ private:
+  std::vector<cuda::TensorChunk> chunks_;
+  Tensor device_;
+};
+
+std::vector<int64_t> MomentumSizes(const Node& node) {
+  const math::MomentumInputs in(node.inputs.size());
+  std::vector<int64_t> sizes;
+  for (size_t t = 0; t < in.tensors; ++t)
+    sizes.push_back(NumElements(node.inputs[in.param(t)]->shape()));
+  return sizes;
+}
+
 class MomentumKernel : public Kernel {
  public:
-  explicit MomentumKernel(const Node& node) : params_(ParamsOf(node)) {}
+  explicit MomentumKernel(const Node& node)
+      : params_(ParamsOf(node)), chunks_(MomentumSizes(node)) {}
   absl::Status Run(const KernelIO& io) override {
+    const math::MomentumInputs in(io.inputs.size());
+    const cudaStream_t stream = StreamOf(io);
+    std::vector<cuda::MomentumTensor> tensors;
+    for (size_t t = 0; t < in.tensors; ++t) {
+      tensors.push_back({.param = io.inputs[in.param(t)].data<float>(),    // any shape
+                         .grad = io.inputs[in.grad(t)].data<float>(),      // param's shape
+                         .moment = io.inputs[in.moment(t)].data<float>(),  // param's shape
+                         .new_param = io.outputs[2 * t].data<float>(),     // param's memory
+                         .new_moment = io.outputs[2 * t + 1].data<float>()});
+    }
+    const Device device = io.outputs[0].device();
+    LS_ASSIGN_OR_RETURN(const cuda::MomentumTensor* table,
+                        tensors_.Upload(tensors, device, stream));
+    LS_ASSIGN_OR_RETURN(const cuda::TensorChunk* chunks, chunks_.Upload(device, stream));
     cuda::DynamicScaleInputs dynamic;
-    if (io.inputs.size() == 6) dynamic = {io.inputs[4].data<float>(), io.inputs[5].data<float>()};
-    CUDA_RETURN_IF_ERROR(cuda::LaunchMomentum(params_, dynamic,
-                                              io.inputs[3].data<float>(),   // lr []
-                                              io.inputs[0].data<float>(),   // param, any shape
-                                              io.inputs[1].data<float>(),   // grad, same shape
-                                              io.inputs[2].data<float>(),   // moment, same shape
-                                              io.outputs[0].data<float>(),  // param's memory
-                                              io.outputs[1].data<float>(),  // moment's memory
-                                              io.outputs[0].numel(), StreamOf(io)));
+    if (in.dynamic) {
+      dynamic = {io.inputs[in.loss_scale()].data<float>(), io.inputs[in.finite()].data<float>()};
+    }
+    CUDA_RETURN_IF_ERROR(cuda::LaunchMomentum(params_, dynamic, io.inputs[in.lr()].data<float>(),
+                                              table, chunks, chunks_.size(), stream));
     return absl::OkStatus();
   }
 
  private:
   math::MomentumParams params_;
+  DeviceTable<cuda::MomentumTensor> tensors_;
+  ChunkTable chunks_;
 };
 
 class AccumulateKernel : public Kernel {
@@ -55,18 +139,30 @@ class AccumulateKernel : public Kernel {
   }
 };
 
+std::vector<int64_t> InputSizes(const Node& node) {
+  std::vector<int64_t> sizes;
+  for (const Value* input : node.inputs) sizes.push_back(NumElements(input->shape()));
+  return sizes;
+}
+
 class AllFiniteKernel : public Kernel {
  public:
-  explicit AllFiniteKernel(const Node&) {}
+  explicit AllFiniteKernel(const Node& node) : chunks_(InputSizes(node)) {}
   absl::Status Run(const KernelIO& io) override {
-    float* finite = io.outputs[0].data<float>();
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAllFiniteStart(finite, StreamOf(io)));
-    for (const Tensor& input : io.inputs) {
-      CUDA_RETURN_IF_ERROR(
-          cuda::LaunchAllFiniteMark(input.data<float>(), input.numel(), finite, StreamOf(io)));
-    }
+    const cudaStream_t stream = StreamOf(io);
+    std::vector<const float*> inputs;
+    for (const Tensor& input : io.inputs) inputs.push_back(input.data<float>());
+    const Device device = io.outputs[0].device();
+    LS_ASSIGN_OR_RETURN(const float* const* table, inputs_.Upload(inputs, device, stream));
+    LS_ASSIGN_OR_RETURN(const cuda::TensorChunk* chunks, chunks_.Upload(device, stream));
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchAllFinite(table, chunks, chunks_.size(), io.outputs[0].data<float>(), stream));
     return absl::OkStatus();
   }
+
+ private:
+  DeviceTable<const float*> inputs_;
+  ChunkTable chunks_;
 };
 
 class UpdateLossScaleKernel : public Kernel {
@@ -77,7 +173,7 @@ class UpdateLossScaleKernel : public Kernel {
   absl::Status Run(const KernelIO& io) override {
     CUDA_RETURN_IF_ERROR(cuda::LaunchUpdateLossScale(io.outputs[0].data<float>(),    // scale []
                                                      io.outputs[1].data<int32_t>(),  // steps []
-                                                     io.inputs[2].data<float>(),  // finite []
+                                                     io.inputs[2].data<float>(),     // finite []
                                                      factor_, window_, StreamOf(io)));
     return absl::OkStatus();
   }

@@ -1,5 +1,6 @@
-// Optimizer CUDA kernels: grid-stride loops over one tensor; the per-element math is in
-// ops/optimizer_math.h.
+// Optimizer CUDA kernels: Momentum and AllFinite one block per chunk of a tensor table (one
+// launch for many tensors), the others grid-stride loops over one tensor; the per-element math
+// is in ops/optimizer_math.h.
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/optimizer_kernels.h"
@@ -7,26 +8,35 @@
 namespace lockstep::cuda {
 namespace {
 
-struct MomentumFn {
-  math::MomentumParams params;
-  DynamicScaleInputs dynamic;
-  const float* lr;      // []
-  const float* param;   // (n)
-  const float* grad;    // (n)
-  const float* moment;  // (n)
-  float* new_param;     // (n)
-  float* new_moment;    // (n)
-  __device__ void operator()(int64_t i) const {
-    math::MomentumParams p = params;
-    if (dynamic.finite != nullptr) {
-      if (*dynamic.finite == 0.0f) return;  // the step is skipped
-      p.unscale = math::DynamicUnscale(p.unscale, *dynamic.loss_scale);
-    }
-    const math::ParamAndMoment next = math::MomentumStep(p, *lr, param[i], grad[i], moment[i]);
-    new_param[i] = next.param;
-    new_moment[i] = next.moment;
+constexpr int kChunkThreads = 256;
+
+__global__ void MomentumKernel(math::MomentumParams params, DynamicScaleInputs dynamic,
+                               const float* lr, const MomentumTensor* tensors,
+                               const TensorChunk* chunks) {
+  if (dynamic.finite != nullptr) {
+    if (*dynamic.finite == 0.0f) return;  // the step is skipped
+    params.unscale = math::DynamicUnscale(params.unscale, *dynamic.loss_scale);
   }
-};
+  const TensorChunk chunk = chunks[blockIdx.x];
+  const MomentumTensor t = tensors[chunk.tensor];
+  const float rate = *lr;
+  for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x) {
+    const math::ParamAndMoment next =
+        math::MomentumStep(params, rate, t.param[i], t.grad[i], t.moment[i]);
+    t.new_param[i] = next.param;
+    t.new_moment[i] = next.moment;
+  }
+}
+
+// Racing writes all store 0.
+__global__ void AllFiniteKernel(const float* const* tensors, const TensorChunk* chunks,
+                                float* finite) {
+  const TensorChunk chunk = chunks[blockIdx.x];
+  const float* x = tensors[chunk.tensor];
+  for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x) {
+    if (!isfinite(x[i])) *finite = 0.0f;
+  }
+}
 
 struct AccumulateFn {
   const float* beta;   // []
@@ -41,15 +51,6 @@ struct AccumulateFn {
 struct SetOneFn {
   float* value;  // []
   __device__ void operator()(int64_t) const { *value = 1.0f; }
-};
-
-struct AllFiniteMarkFn {
-  const float* x;  // (n)
-  float* finite;   // []
-  // Racing writes all store 0.
-  __device__ void operator()(int64_t i) const {
-    if (!isfinite(x[i])) *finite = 0.0f;
-  }
 };
 
 struct UpdateLossScaleFn {
@@ -69,19 +70,19 @@ struct UpdateLossScaleFn {
 }  // namespace
 
 cudaError_t LaunchMomentum(const math::MomentumParams& params, DynamicScaleInputs dynamic,
-                           const float* lr, const float* param, const float* grad,
-                           const float* moment, float* new_param, float* new_moment, int64_t n,
-                           cudaStream_t stream) {
-  return ForEachIndex(n, stream,
-                      MomentumFn{params, dynamic, lr, param, grad, moment, new_param, new_moment});
+                           const float* lr, const MomentumTensor* tensors,
+                           const TensorChunk* chunks, int64_t num_chunks, cudaStream_t stream) {
+  if (num_chunks == 0) return cudaSuccess;
+  MomentumKernel<<<num_chunks, kChunkThreads, 0, stream>>>(params, dynamic, lr, tensors, chunks);
+  return cudaGetLastError();
 }
 
-cudaError_t LaunchAllFiniteStart(float* finite, cudaStream_t stream) {
-  return ForEachIndex(1, stream, SetOneFn{finite});
-}
-
-cudaError_t LaunchAllFiniteMark(const float* x, int64_t n, float* finite, cudaStream_t stream) {
-  return ForEachIndex(n, stream, AllFiniteMarkFn{x, finite});
+cudaError_t LaunchAllFinite(const float* const* tensors, const TensorChunk* chunks,
+                            int64_t num_chunks, float* finite, cudaStream_t stream) {
+  cudaError_t status = ForEachIndex(1, stream, SetOneFn{finite});
+  if (status != cudaSuccess || num_chunks == 0) return status;
+  AllFiniteKernel<<<num_chunks, kChunkThreads, 0, stream>>>(tensors, chunks, finite);
+  return cudaGetLastError();
 }
 
 cudaError_t LaunchUpdateLossScale(float* loss_scale, int32_t* good_steps, const float* finite,

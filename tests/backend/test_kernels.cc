@@ -227,7 +227,8 @@ REGISTER_KERNEL({.op = "SoftmaxCrossEntropyGrad",
                  .device = kTestDeviceType,
                  .create = MakeFactory<SoftmaxCrossEntropyGradKernel>()});
 
-// (param, grad, moment, lr []) -> (param', moment') in place, as ops/optimizer.cc defines it.
+// ((param, grad, moment) x N, lr []) -> ((param', moment') x N) in place, as ops/optimizer.cc
+// defines it.
 class MomentumKernel : public Kernel {
  public:
   explicit MomentumKernel(const Node& node)
@@ -237,20 +238,23 @@ class MomentumKernel : public Kernel {
                 .nesterov = node.attrs.GetBool("nesterov")} {}
 
   absl::Status Run(const KernelIO& io) override {
-    if (io.inputs.size() != 4) {
+    const math::MomentumInputs in(io.inputs.size());
+    if (in.dynamic) {
       return absl::UnimplementedError("the test device's Momentum has no dynamic loss scaling");
     }
-    const float* param = io.inputs[0].data<float>();   // any shape
-    const float* grad = io.inputs[1].data<float>();    // param's shape
-    const float* moment = io.inputs[2].data<float>();  // param's shape
-    const float lr = *io.inputs[3].data<float>();      // []
-    float* new_param = io.outputs[0].data<float>();    // param's memory
-    float* new_moment = io.outputs[1].data<float>();   // moment's memory
-    for (int64_t i = 0; i < io.outputs[0].numel(); ++i) {
-      const math::ParamAndMoment next =
-          math::MomentumStep(params_, lr, param[i], grad[i], moment[i]);
-      new_param[i] = next.param;
-      new_moment[i] = next.moment;
+    const float lr = *io.inputs[in.lr()].data<float>();  // []
+    for (size_t t = 0; t < in.tensors; ++t) {
+      const float* param = io.inputs[in.param(t)].data<float>();    // any shape
+      const float* grad = io.inputs[in.grad(t)].data<float>();      // param's shape
+      const float* moment = io.inputs[in.moment(t)].data<float>();  // param's shape
+      float* new_param = io.outputs[2 * t].data<float>();           // param's memory
+      float* new_moment = io.outputs[2 * t + 1].data<float>();      // moment's memory
+      for (int64_t i = 0; i < io.outputs[2 * t].numel(); ++i) {
+        const math::ParamAndMoment next =
+            math::MomentumStep(params_, lr, param[i], grad[i], moment[i]);
+        new_param[i] = next.param;
+        new_moment[i] = next.moment;
+      }
     }
     return absl::OkStatus();
   }

@@ -28,6 +28,20 @@ TEST(OpRegistryTest, GradientSumNeedsExactlyOneOp) {
   EXPECT_NE(two.message().find("found 2: Plus, Sum"), std::string::npos) << two;
 }
 
+TEST(OpRegistryTest, InPlacePairsRepeatPerGroupOfTensors) {
+  OpRegistry registry;
+  // As Momentum: (param, grad, moment) per tensor -> (param', moment').
+  const OpDef& op = registry.Register("Update").InPlace(0, 0).InPlace(1, 2).InPlaceRepeats(2, 3);
+  EXPECT_EQ(op.InPlaceInput(0), 0);
+  EXPECT_EQ(op.InPlaceInput(1), 2);
+  EXPECT_EQ(op.InPlaceInput(2), 3);
+  EXPECT_EQ(op.InPlaceInput(5), 8);
+  const OpDef& single = registry.Register("Single").InPlace(1, 2);
+  EXPECT_EQ(single.InPlaceInput(0), -1);
+  EXPECT_EQ(single.InPlaceInput(1), 2);
+  EXPECT_EQ(single.InPlaceInput(3), -1);
+}
+
 TEST(OpRegistryTest, InferenceForms) {
   auto form = [](const char* op) { return (*OpRegistry::Global().Find(op))->inference_form(); };
   ASSERT_TRUE(form("Conv2D").has_value());

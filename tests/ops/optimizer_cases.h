@@ -29,6 +29,21 @@ inline std::vector<GradCheckInput> MomentumInputs() {
           {.name = "lr", .shape = {}, .values = {0.05f}}};
 }
 
+// ((param, grad, moment) x 3, lr): one node over three tensors of other shapes, one larger than
+// a CUDA chunk of 8192 elements, as a bucket's update is.
+inline std::vector<GradCheckInput> GroupedMomentumInputs() {
+  std::vector<GradCheckInput> inputs;
+  const Shape shapes[] = {{64, 3, 3, 3}, {7}, {20000}};
+  for (int t = 0; t < 3; ++t) {
+    const std::string tag = std::to_string(t);
+    inputs.push_back(OptimizerInput("param" + tag, shapes[t], 10 * t + 1, InputRole::kParameter));
+    inputs.push_back(OptimizerInput("grad" + tag, shapes[t], 10 * t + 2, InputRole::kData));
+    inputs.push_back(OptimizerInput("moment" + tag, shapes[t], 10 * t + 3, InputRole::kState));
+  }
+  inputs.push_back({.name = "lr", .shape = {}, .values = {0.05f}});
+  return inputs;
+}
+
 // (accum, grad, beta): the accumulator updated in place.
 inline std::vector<GradCheckInput> AccumulateInputs(float beta) {
   return {OptimizerInput("accum", OptimizerShape(), 4, InputRole::kState),

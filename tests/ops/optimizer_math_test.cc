@@ -42,6 +42,29 @@ TEST(OptimizerMathTest, MomentumStepMatchesCpuKernel) {
   }
 }
 
+// One node over three tensors updates each as MomentumStep does, with the shared lr.
+TEST(OptimizerMathTest, GroupedMomentumUpdatesEachTensorAlike) {
+  const std::vector<GradCheckInput> in = testing::GroupedMomentumInputs();
+  const Attrs& attrs = testing::MomentumConfigs()[1];
+  const auto cpu = testing::RunForward(in, [&](Builder& b, const std::vector<Value*>& values) {
+    return b.Op("Momentum", values, attrs);
+  });
+  ASSERT_EQ(cpu.size(), 6u);
+  const math::MomentumInputs where(in.size());
+  ASSERT_EQ(where.tensors, 3u);
+  const float lr = in[where.lr()].values[0];
+  for (size_t t = 0; t < where.tensors; ++t) {
+    const std::vector<float>& param = in[where.param(t)].values;
+    for (size_t i = 0; i < param.size(); ++i) {
+      const math::ParamAndMoment next =
+          math::MomentumStep(ParamsOf(attrs), lr, param[i], in[where.grad(t)].values[i],
+                             in[where.moment(t)].values[i]);
+      ASSERT_EQ(next.param, cpu[2 * t][i]) << "tensor " << t << ", element " << i;
+      ASSERT_EQ(next.moment, cpu[2 * t + 1][i]) << "tensor " << t << ", element " << i;
+    }
+  }
+}
+
 TEST(OptimizerMathTest, LossScaleStepMatchesCpuKernel) {
   for (const std::vector<GradCheckInput>& in : testing::LossScaleCases()) {
     const auto cpu = testing::RunForward(in, [](Builder& b, const std::vector<Value*>& values) {

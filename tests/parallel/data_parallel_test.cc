@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <string>
 
 #include "core/allocator.h"
 #include "core/half.h"
 #include "graph/builder.h"
 #include "graph/pass.h"
+#include "ops/optimizer_math.h"
 #include "parallel/ops/wire_bucket.h"
 #include "tests/parallel/replica_training.h"
 
@@ -33,13 +35,14 @@ std::vector<const Node*> AllReduceNodes(const train::Model& model) {
 }
 
 // The step's plan: every bucket's AllReduce runs behind the backward (asynchronous), and each
-// optimizer update waits for exactly the buckets holding its gradient, nothing else waits for
-// them, so communication overlaps the rest of the backward. The CUDA executor keeps the same
-// plan with stream-event waits.
-TEST(DataParallelTest, EachUpdateWaitsForItsOwnBucketOnly) {
+// bucket's optimizer update (one Momentum node over the bucket's parameters) waits for exactly
+// that bucket, nothing else waits for them, so communication overlaps the rest of the backward.
+// The CUDA executor keeps the same plan with stream-event waits.
+TEST(DataParallelTest, EachBucketsUpdateWaitsForThatBucketOnly) {
   train::Model model = MakeLeNet(DataParallel({.fusion_threshold_mb = 0.05}));
   ASSERT_TRUE(model.Compile().ok());
-  int updates = 0;
+  std::set<const Node*> updated_buckets;
+  size_t updated_parameters = 0;
   for (const Executor::StepWaits& step : model.train_executor()->WaitPlan()) {
     const std::string& op = step.node->op->name();
     if (op == "AllReduce") {
@@ -49,14 +52,19 @@ TEST(DataParallelTest, EachUpdateWaitsForItsOwnBucketOnly) {
       EXPECT_TRUE(step.waits_for.empty()) << step.node->Describe();
       continue;
     }
-    ++updates;
-    const Value* gradient = step.node->inputs[1];
+    const math::MomentumInputs in(step.node->inputs.size());
     ASSERT_EQ(step.waits_for.size(), 1u) << step.node->Describe();
-    EXPECT_EQ(step.waits_for[0], gradient->producer) << step.node->Describe();
-    EXPECT_EQ(step.waits_for[0]->op->name(), "AllReduce");
+    const Node* bucket = step.waits_for[0];
+    EXPECT_EQ(bucket->op->name(), "AllReduce");
+    for (size_t t = 0; t < in.tensors; ++t) {
+      EXPECT_EQ(step.node->inputs[in.grad(t)]->producer, bucket) << step.node->Describe();
+    }
+    EXPECT_TRUE(updated_buckets.insert(bucket).second) << "two updates wait for one bucket";
+    updated_parameters += in.tensors;
   }
-  EXPECT_EQ(updates, static_cast<int>(
-                         model.train_executor()->graph().InputNodes(InputRole::kParameter).size()));
+  EXPECT_EQ(updated_buckets.size(), AllReduceNodes(model).size());
+  EXPECT_EQ(updated_parameters,
+            model.train_executor()->graph().InputNodes(InputRole::kParameter).size());
 }
 
 TEST(DataParallelTest, EveryGradientIsReducedOnceInContiguousBuckets) {

@@ -1,5 +1,6 @@
 #include "train/passes/apply_optimizer.h"
 
+#include <map>
 #include <vector>
 
 #include "graph/builder.h"
@@ -36,24 +37,50 @@ class ApplyOptimizerPass : public Pass {
     if (dynamic) {
       LS_ASSIGN_OR_RETURN(scale_inputs, CheckGradientsFinite(graph, gradients, b));
     }
-    for (const GraphOutput& gradient : gradients) {
-      Value* param = gradient.parameter->output();
-      const std::string& parameter = gradient.parameter->name;
-      Value* moment = b.State(MomentName(parameter), param->shape());
-      b.SetNamePrefix(absl::StrCat("optimizer/", parameter, "/"));
-      std::vector<Value*> inputs = {param, gradient.value, moment, lr};
+    for (const std::vector<GraphOutput>& group : GroupByBucket(gradients)) {
+      std::vector<Value*> inputs;  // (param, grad, moment) for each, then the scalars
+      for (const GraphOutput& gradient : group) {
+        Value* param = gradient.parameter->output();
+        inputs.insert(
+            inputs.end(),
+            {param, gradient.value, b.State(MomentName(gradient.parameter->name), param->shape())});
+      }
+      inputs.push_back(lr);
       inputs.insert(inputs.end(), scale_inputs.begin(), scale_inputs.end());
+      const Node* bucket = group[0].value->producer;
+      b.SetNamePrefix(bucket->op->name() == "AllReduce"
+                          ? absl::StrCat("optimizer/", bucket->name, "/")
+                          : "optimizer/");
       std::vector<Value*> updated = b.Op("Momentum", inputs, attrs);
       LS_RETURN_IF_ERROR(b.status());
-      graph.AddOutput(absl::StrCat("update/", parameter), updated[0], OutputKind::kUpdate);
-      graph.AddOutput(absl::StrCat("update/", MomentName(parameter)), updated[1],
-                      OutputKind::kUpdate);
+      for (size_t t = 0; t < group.size(); ++t) {
+        const std::string& parameter = group[t].parameter->name;
+        graph.AddOutput(absl::StrCat("update/", parameter), updated[2 * t], OutputKind::kUpdate);
+        graph.AddOutput(absl::StrCat("update/", MomentName(parameter)), updated[2 * t + 1],
+                        OutputKind::kUpdate);
+      }
     }
     return dynamic ? UpdateLossScale(graph, scale_inputs, *options->dynamic_loss_scale, b)
                    : absl::OkStatus();
   }
 
  private:
+  // One Momentum node per AllReduce bucket, so that a device updates a bucket's parameters in
+  // one launch as soon as that bucket is reduced; without AllReduce (one process), one node.
+  static std::vector<std::vector<GraphOutput>> GroupByBucket(
+      const std::vector<GraphOutput>& gradients) {
+    std::vector<std::vector<GraphOutput>> groups;
+    std::map<const Node*, size_t> group_of;  // bucket (or null) -> index in groups
+    for (const GraphOutput& gradient : gradients) {
+      const Node* producer = gradient.value->producer;
+      const Node* bucket = producer->op->name() == "AllReduce" ? producer : nullptr;
+      auto [it, added] = group_of.emplace(bucket, groups.size());
+      if (added) groups.emplace_back();
+      groups[it->second].push_back(gradient);
+    }
+    return groups;
+  }
+
   // AllFinite over every gradient (after their AllReduce: all ranks agree) into the graph
   // output kGradientsFiniteOutput; returns (loss_scale, finite) for the Momentum nodes.
   static absl::StatusOr<std::vector<Value*>> CheckGradientsFinite(

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "ops/cuda/optimizer_kernels.h"
 #include "tests/ops/optimizer_cases.h"
 #include "tests/testing/backend_compare.h"
 
@@ -23,8 +24,8 @@ TEST(OptimizerCudaTest, Momentum) {
 }
 
 // Momentum's inputs with the dynamic loss scale's (loss_scale, finite) appended.
-std::vector<GradCheckInput> DynamicMomentumInputs(float finite) {
-  std::vector<GradCheckInput> inputs = testing::MomentumInputs();
+std::vector<GradCheckInput> DynamicMomentumInputs(std::vector<GradCheckInput> inputs,
+                                                  float finite) {
   inputs.push_back({.name = "loss_scale", .shape = {}, .values = {1024.0f}});
   inputs.push_back({.name = "finite", .shape = {}, .values = {finite}});
   return inputs;
@@ -33,17 +34,48 @@ std::vector<GradCheckInput> DynamicMomentumInputs(float finite) {
 TEST(OptimizerCudaTest, MomentumUnderDynamicLossScale) {
   LS_SKIP_WITHOUT_GPU();
   for (float finite : {1.0f, 0.0f}) {
-    testing::ExpectCudaOpMatchesCpu("Momentum", DynamicMomentumInputs(finite),
+    testing::ExpectCudaOpMatchesCpu("Momentum",
+                                    DynamicMomentumInputs(testing::MomentumInputs(), finite),
                                     testing::MomentumConfigs()[1], 1e-5);
   }
 }
 
-// Two tensors, the second with `bad` at one element.
+// A bucket's update in one launch: tensors of several chunks, and of less than one.
+TEST(OptimizerCudaTest, GroupedMomentum) {
+  LS_SKIP_WITHOUT_GPU();
+  for (const Attrs& attrs : testing::MomentumConfigs()) {
+    SCOPED_TRACE(attrs.ToString());
+    testing::ExpectCudaOpMatchesCpu("Momentum", testing::GroupedMomentumInputs(), attrs, 1e-5);
+  }
+  for (float finite : {1.0f, 0.0f}) {
+    testing::ExpectCudaOpMatchesCpu("Momentum",
+                                    DynamicMomentumInputs(testing::GroupedMomentumInputs(), finite),
+                                    testing::MomentumConfigs()[1], 1e-5);
+  }
+}
+
+// The chunk table of the grouped kernels: every element of every tensor once, in order.
+TEST(OptimizerCudaTest, ChunksCoverEveryElementOnce) {
+  const std::vector<int64_t> sizes = {1, 8192, 8193, 0, 20000};
+  const std::vector<cuda::TensorChunk> chunks = cuda::ChunkTensors(sizes);
+  std::vector<int64_t> covered(sizes.size(), 0);
+  for (const cuda::TensorChunk& chunk : chunks) {
+    ASSERT_LT(chunk.begin, chunk.end);
+    ASSERT_LE(chunk.end - chunk.begin, cuda::kChunkElements);
+    EXPECT_EQ(chunk.begin, covered[chunk.tensor]) << "tensor " << chunk.tensor;
+    covered[chunk.tensor] = chunk.end;
+  }
+  EXPECT_EQ(covered, sizes);
+  EXPECT_EQ(chunks.size(), 1u + 1u + 2u + 3u);
+}
+
+// Three tensors, the last of several chunks with `bad` in its second chunk.
 std::vector<GradCheckInput> AllFiniteInputs(float bad) {
   std::vector<GradCheckInput> inputs = {
       OptimizerInput("a", testing::OptimizerShape(), 6, InputRole::kData),
-      OptimizerInput("b", {1000}, 7, InputRole::kData)};
-  inputs[1].values[333] = bad;
+      OptimizerInput("b", {1000}, 7, InputRole::kData),
+      OptimizerInput("c", {20000}, 8, InputRole::kData)};
+  inputs[2].values[9000] = bad;
   return inputs;
 }
 
