@@ -198,10 +198,11 @@ absl::StatusOr<std::shared_ptr<Communicator>> Context::World(Device device) cons
   if (device.type == DeviceType::kCPU) return state_->host_world;
   const std::shared_ptr<Communicator>& device_world = state_->device_world;
   if (device_world != nullptr && device_world->device() == device) return device_world;
-  const char* why = !kCudaBuild ? "this build has no CUDA support"
-                    : device_world == nullptr
-                        ? "no GPU for this rank (none found, or fewer than the local ranks)"
-                        : "tensors must live on this rank's own GPU";
+  const std::string why = !kCudaBuild                   ? "this build has no CUDA support"
+                          : !state_->gpu_error.ok()     ? std::string(state_->gpu_error.message())
+                          : !state_->cpu_reason.empty() ? state_->cpu_reason
+                          : device_world == nullptr     ? "no GPU for this rank (none found)"
+                                                    : "tensors must live on this rank's own GPU";
   return absl::FailedPreconditionError(absl::StrCat("no communicator for ", device.ToString(),
                                                     " on rank ", rank(), " (which computes on ",
                                                     state_->device.ToString(), "): ", why));

@@ -103,6 +103,25 @@ TEST_F(WorldOfOneTest, NoCommunicatorForAMissingDevice) {
       << world.status();
 }
 
+// The user's --device choice: cpu always, auto the rank's device, cuda only with a GPU.
+TEST_F(WorldOfOneTest, DeviceForTheUsersChoice) {
+  const Context& ctx = context();
+  EXPECT_EQ(ctx.DeviceFor("cpu").value(), Device::CPU());
+  EXPECT_EQ(ctx.DeviceFor("auto").value(), ctx.device());
+  EXPECT_EQ(ctx.DeviceFor("tpu").status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<Device> cuda = ctx.DeviceFor("cuda");
+  if (ctx.device().type == DeviceType::kCUDA) {
+    EXPECT_EQ(cuda.value(), ctx.device());
+    return;
+  }
+  EXPECT_EQ(cuda.status().code(), absl::StatusCode::kFailedPrecondition);
+  const std::string expected = LOCKSTEP_CMAKE_WITH_CUDA ? "no rank sees a GPU"
+                                                        : "this build has no CUDA support";
+  EXPECT_NE(cuda.status().message().find("--device cuda, but rank 0 has no GPU: " + expected),
+            std::string::npos)
+      << cuda.status();
+}
+
 TEST(ReduceOpTest, NamesRoundTrip) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kAvg}) {
     absl::StatusOr<ReduceOp> parsed = ParseReduceOp(ReduceOpName(op));
