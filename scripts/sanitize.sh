@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs the tests under sanitizers with the presets of CMakePresets.json (clang, CPU
 # only, -O1 with line tables):
-#   asan  the whole CPU suite but the interop tests (they install PyPI packages) under
+#   asan  the whole CPU suite but the interop tests (they install PyPI packages) and the learning
+#         test (training the sample to an accuracy: numerics, and too slow under ASan) under
 #         AddressSanitizer, LeakSanitizer and UBSan, in build-asan/, which also holds the libFuzzer
 #         targets that scripts/fuzz.sh runs;
 #   tsan  the threaded parts under ThreadSanitizer, in build-tsan/, building only their tests: the
