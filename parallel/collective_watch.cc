@@ -82,12 +82,14 @@ absl::Status CollectiveWatch::Poll() {
       oldest = pending_.front();
     }
     absl::StatusOr<bool> finished = probe_.Finished(oldest.sequence);
-    if (!finished.ok() || !*finished) {
-      std::string where = absl::StrCat("device collective #", oldest.sequence, " ", oldest.label);
-      if (!finished.ok()) return Annotate(finished.status(), where);
+    auto where = [&] {
+      return absl::StrCat("device collective #", oldest.sequence, " ", oldest.label);
+    };
+    if (!finished.ok()) return Annotate(finished.status(), where());
+    if (!*finished) {
       if (std::chrono::steady_clock::now() - oldest.issued <= timeout_) break;
       return absl::DeadlineExceededError(absl::StrCat(
-          where, " did not finish within ", timeout_.count() / 1000.0,
+          where(), " did not finish within ", timeout_.count() / 1000.0,
           " s: a rank died or took another path", DescribeWhereRanksAre(oldest.sequence)));
     }
     whereabouts::CompleteCollective(oldest.sequence);

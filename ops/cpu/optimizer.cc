@@ -55,7 +55,7 @@ LayoutChoice EachTensorInItsParamLayout(const Node& node,
   const math::MomentumInputs in(node.inputs.size());
   LayoutChoice choice;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    choice.inputs.push_back(i < in.lr() ? producer_layouts[i - i % 3] : Layout::kPlain);
+    choice.inputs.push_back(i < in.lr() ? producer_layouts[in.param(i / 3)] : Layout::kPlain);
   }
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     choice.outputs.push_back(producer_layouts[in.param(o / 2)]);

@@ -38,22 +38,33 @@ math::MomentumParams ParamsOf(const Node& node) {
           .nesterov = node.attrs.GetBool("nesterov")};
 }
 
-// A table a grouped kernel reads on the device, uploaded on the first run and again only when
-// its rows change (the memory plan keeps tensor addresses fixed from run to run). Rows must
-// have no padding bytes: they are compared as bytes.
+// Copies `bytes` of host memory into `buffer` (device memory, allocated on first use) on
+// `stream`. The buffer is kept: a kernel queued earlier may still read it, and the copy, queued
+// after that kernel on the same stream, waits for it.
+absl::Status CopyTableToDevice(const void* host, size_t bytes, Device device, cudaStream_t stream,
+                               Tensor* buffer) {
+  const int64_t size = static_cast<int64_t>(std::max<size_t>(bytes, 1));
+  if (!buffer->defined() || buffer->numel() != size) {
+    *buffer = Tensor::Empty({size}, DType::kU8, device);
+  }
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(buffer->raw_data(), host, bytes, cudaMemcpyHostToDevice, stream));
+  return absl::OkStatus();
+}
+
+// A table of tensor addresses a grouped kernel reads on the device, uploaded on the first run
+// and again only when its rows change (the memory plan keeps tensor addresses fixed from run to
+// run). Rows are pointers, compared as bytes.
 template <typename Row>
-class DeviceTable {
+class AddressTable {
  public:
   absl::StatusOr<const Row*> Upload(const std::vector<Row>& rows, Device device,
                                     cudaStream_t stream) {
-    const size_t bytes = rows.size() * sizeof(Row);
-    if (!device_.defined() || bytes != host_.size() * sizeof(Row) ||
-        std::memcmp(rows.data(), host_.data(), bytes) != 0) {
+    if (!device_.defined() || rows.size() != host_.size() ||
+        std::memcmp(rows.data(), host_.data(), rows.size() * sizeof(Row)) != 0) {
       host_ = rows;
-      device_ =
-          Tensor::Empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::kU8, device);
-      CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(device_.raw_data(), host_.data(), bytes, cudaMemcpyHostToDevice, stream));
+      LS_RETURN_IF_ERROR(
+          CopyTableToDevice(host_.data(), host_.size() * sizeof(Row), device, stream, &device_));
     }
     return static_cast<const Row*>(device_.raw_data());
   }
@@ -63,17 +74,15 @@ class DeviceTable {
   Tensor device_;  // (bytes) u8
 };
 
-// The chunks of tensors of the given element counts, uploaded on the first run.
+// The chunks of tensors of the given element counts (fixed by the node's shapes), uploaded on
+// the first run.
 class ChunkTable {
  public:
   explicit ChunkTable(std::vector<int64_t> sizes) : chunks_(cuda::ChunkTensors(sizes)) {}
   absl::StatusOr<const cuda::TensorChunk*> Upload(Device device, cudaStream_t stream) {
     if (!device_.defined()) {
-      const size_t bytes = chunks_.size() * sizeof(cuda::TensorChunk);
-      device_ =
-          Tensor::Empty({static_cast<int64_t>(std::max<size_t>(bytes, 1))}, DType::kU8, device);
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_.raw_data(), chunks_.data(), bytes,
-                                           cudaMemcpyHostToDevice, stream));
+      LS_RETURN_IF_ERROR(CopyTableToDevice(
+          chunks_.data(), chunks_.size() * sizeof(cuda::TensorChunk), device, stream, &device_));
     }
     return static_cast<const cuda::TensorChunk*>(device_.raw_data());
   }
@@ -122,7 +131,7 @@ class MomentumKernel : public Kernel {
 
  private:
   math::MomentumParams params_;
-  DeviceTable<cuda::MomentumTensor> tensors_;
+  AddressTable<cuda::MomentumTensor> tensors_;
   ChunkTable chunks_;
 };
 
@@ -161,7 +170,7 @@ class AllFiniteKernel : public Kernel {
   }
 
  private:
-  DeviceTable<const float*> inputs_;
+  AddressTable<const float*> inputs_;
   ChunkTable chunks_;
 };
 

@@ -37,9 +37,9 @@ class ApplyOptimizerPass : public Pass {
     if (dynamic) {
       LS_ASSIGN_OR_RETURN(scale_inputs, CheckGradientsFinite(graph, gradients, b));
     }
-    for (const std::vector<GraphOutput>& group : GroupByBucket(gradients)) {
+    for (const BucketGradients& group : GroupByBucket(gradients)) {
       std::vector<Value*> inputs;  // (param, grad, moment) for each, then the scalars
-      for (const GraphOutput& gradient : group) {
+      for (const GraphOutput& gradient : group.gradients) {
         Value* param = gradient.parameter->output();
         inputs.insert(
             inputs.end(),
@@ -47,14 +47,12 @@ class ApplyOptimizerPass : public Pass {
       }
       inputs.push_back(lr);
       inputs.insert(inputs.end(), scale_inputs.begin(), scale_inputs.end());
-      const Node* bucket = group[0].value->producer;
-      b.SetNamePrefix(bucket->op->name() == "AllReduce"
-                          ? absl::StrCat("optimizer/", bucket->name, "/")
-                          : "optimizer/");
+      b.SetNamePrefix(group.bucket != nullptr ? absl::StrCat("optimizer/", group.bucket->name, "/")
+                                              : "optimizer/");
       std::vector<Value*> updated = b.Op("Momentum", inputs, attrs);
       LS_RETURN_IF_ERROR(b.status());
-      for (size_t t = 0; t < group.size(); ++t) {
-        const std::string& parameter = group[t].parameter->name;
+      for (size_t t = 0; t < group.gradients.size(); ++t) {
+        const std::string& parameter = group.gradients[t].parameter->name;
         graph.AddOutput(absl::StrCat("update/", parameter), updated[2 * t], OutputKind::kUpdate);
         graph.AddOutput(absl::StrCat("update/", MomentName(parameter)), updated[2 * t + 1],
                         OutputKind::kUpdate);
@@ -65,18 +63,23 @@ class ApplyOptimizerPass : public Pass {
   }
 
  private:
+  // The gradients one AllReduce bucket reduces; bucket null: no AllReduce (one process).
+  struct BucketGradients {
+    const Node* bucket;
+    std::vector<GraphOutput> gradients;
+  };
+
   // One Momentum node per AllReduce bucket, so that a device updates a bucket's parameters in
   // one launch as soon as that bucket is reduced; without AllReduce (one process), one node.
-  static std::vector<std::vector<GraphOutput>> GroupByBucket(
-      const std::vector<GraphOutput>& gradients) {
-    std::vector<std::vector<GraphOutput>> groups;
+  static std::vector<BucketGradients> GroupByBucket(const std::vector<GraphOutput>& gradients) {
+    std::vector<BucketGradients> groups;
     std::map<const Node*, size_t> group_of;  // bucket (or null) -> index in groups
     for (const GraphOutput& gradient : gradients) {
       const Node* producer = gradient.value->producer;
       const Node* bucket = producer->op->name() == "AllReduce" ? producer : nullptr;
       auto [it, added] = group_of.emplace(bucket, groups.size());
-      if (added) groups.emplace_back();
-      groups[it->second].push_back(gradient);
+      if (added) groups.push_back({bucket, {}});
+      groups[it->second].gradients.push_back(gradient);
     }
     return groups;
   }
