@@ -1,5 +1,6 @@
 #include "train/dataset_source.h"
 
+#include "core/logging.h"
 #include "dataset/transforms.h"
 
 namespace lockstep::train {
@@ -12,6 +13,10 @@ absl::Status DatasetSource::Reset(int64_t epoch) {
   }
   iterator_.reset();  // joins the previous epoch's workers before new ones start
   LS_ASSIGN_OR_RETURN(iterator_, dataset_.MakeIterator(epoch));
+  epoch_ = epoch;
+  batches_ = 0;
+  repeating_ = false;
+  last_ = Batch();
   return absl::OkStatus();
 }
 
@@ -19,9 +24,29 @@ absl::StatusOr<bool> DatasetSource::Next(Batch* batch) {
   if (iterator_ == nullptr) return absl::FailedPreconditionError("Next before Reset");
   dataset::Minibatch minibatch;
   LS_ASSIGN_OR_RETURN(bool more, iterator_->Next(&minibatch));
-  if (!more) return false;
+  if (!more) return RepeatLastBatch(batch);
   batch->images = std::move(minibatch.images);
   batch->labels = std::move(minibatch.labels);
+  ++batches_;
+  // Handles, not copies: the batch's storage stays alive for a repeat.
+  if (dataset_.plan().drop_remainder) last_ = *batch;
+  return true;
+}
+
+bool DatasetSource::RepeatLastBatch(Batch* batch) {
+  const int64_t expected = dataset_.BatchesPerEpoch();
+  if (!dataset_.plan().drop_remainder || batches_ >= expected || !last_.images.defined()) {
+    return false;
+  }
+  if (!repeating_) {
+    LS_LOG(Warning) << "epoch " << epoch_ + 1 << ": " << iterator_->Stats().skipped_files
+                    << " skipped bad image file(s) left this rank " << expected - batches_
+                    << " batch(es) short of the " << expected
+                    << " that every rank takes; repeating its last batch";
+    repeating_ = true;
+  }
+  *batch = last_;
+  ++batches_;
   return true;
 }
 

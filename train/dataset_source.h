@@ -17,6 +17,12 @@
 
 namespace lockstep::train {
 
+// A data set batched with drop_remainder (training) gives every epoch exactly BatchesPerEpoch()
+// full batches, on every rank alike, which data parallelism needs: every step is a collective,
+// and a rank one step short would meet the others' gradient AllReduce with its next collective.
+// Where skipped bad image files leave a rank's epoch short, its last batch repeats (as PyTorch's
+// DistributedSampler pads a short shard by repeating samples), and a warning says so. Without
+// drop_remainder (evaluation) the epoch ends with its last sample: each image is scored once.
 class DatasetSource : public DataSource {
  public:
   // `dataset` must end in (N, C, H, W) float32 images (HWC2CHW) and must not Repeat: each Reset
@@ -33,8 +39,15 @@ class DatasetSource : public DataSource {
   dataset::PipelineStats Stats() const;
 
  private:
+  // Repeats the epoch's last batch where skipped files left it short; false at its real end.
+  bool RepeatLastBatch(Batch* batch);
+
   dataset::Dataset dataset_;
   std::unique_ptr<dataset::Iterator> iterator_;
+  int64_t epoch_ = 0;
+  int64_t batches_ = 0;  // delivered in this epoch, repeats included
+  bool repeating_ = false;
+  Batch last_;           // the epoch's last batch from the pipeline (training only)
 };
 
 // lockstep-train's transforms for classifying ImageFolder images at size x size. Training scales

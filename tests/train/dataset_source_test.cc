@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -89,6 +91,42 @@ TEST(DatasetSourceTest, RejectsRepeatAndNextBeforeReset) {
   EXPECT_NE(status.message().find("Repeat"), std::string::npos) << status;
   Batch batch;
   EXPECT_TRUE(absl::IsFailedPrecondition(repeated.Next(&batch).status()));
+}
+
+// Overwrites the first image of the first class under `root` with bytes no decoder takes.
+void BreakOneImage(const std::string& root) {
+  std::vector<std::filesystem::path> classes(std::filesystem::directory_iterator(root), {});
+  std::sort(classes.begin(), classes.end());
+  std::vector<std::filesystem::path> images(std::filesystem::directory_iterator(classes[0]), {});
+  std::sort(images.begin(), images.end());
+  std::ofstream(images[0], std::ios::binary | std::ios::trunc) << "not a JPEG";
+}
+
+// A skipped bad file leaves the training epoch one image short, which with drop_remainder
+// would be one batch short; every rank must take BatchesPerEpoch() steps (each step is a
+// collective), so the shard that lost the image repeats its last batch, and the others are as
+// before. Evaluation (no drop_remainder) just has one image fewer.
+TEST(DatasetSourceTest, ASkippedFileRepeatsTheLastBatchSoEveryRankTakesEveryStep) {
+  SampleFolder folder;
+  BreakOneImage(folder.train());
+  for (int shards : {1, 2}) {
+    int64_t skipped = 0;
+    for (int shard = 0; shard < shards; ++shard) {
+      DatasetSource source(SamplePipeline(folder.train(), 8 / shards, true, shards, shard));
+      ASSERT_TRUE(source.Reset(0).ok());
+      const std::vector<std::string> epoch = ReadEpoch(source);
+      ASSERT_EQ(static_cast<int64_t>(epoch.size()), source.dataset().BatchesPerEpoch());
+      EXPECT_EQ(epoch.size(), 5u);  // 40 images (one of them bad) in batches of 8 over the ranks
+      const int64_t lost = source.Stats().skipped_files;
+      EXPECT_EQ(lost == 1, epoch[3] == epoch[4]) << shards << " shard(s), shard " << shard;
+      skipped += lost;
+    }
+    EXPECT_EQ(skipped, 1) << shards << " shard(s)";
+  }
+  DatasetSource evaluation(SamplePipeline(folder.train(), 8, /*augment=*/false));
+  ASSERT_TRUE(evaluation.Reset(0).ok());
+  EXPECT_EQ(ReadEpoch(evaluation).size(), 5u);
+  EXPECT_EQ(evaluation.Stats().images, 39);
 }
 
 // Three ranks' validation shards (no padding) score exactly what one process scores.
