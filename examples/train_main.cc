@@ -39,6 +39,7 @@
 #include "examples/env_options.h"
 #include "examples/flag_checks.h"
 #include "examples/precision_flags.h"
+#include "examples/termination.h"
 #include "graph/passes/passes.h"
 #include "parallel/agree.h"
 #include "parallel/context.h"
@@ -645,6 +646,7 @@ absl::Status Resume(const Flags& f, const parallel::Context& ctx, Model& model) 
 }
 
 absl::Status Run(Flags f, const parallel::Context& ctx, const EnvOptions& env) {
+  ExplainTermination(f.ckpt_dir);
   if (f.threads <= 0) f.threads = DefaultThreads(ctx.local_size());
   if (f.workers <= 0) f.workers = f.threads;
   absl::StatusOr<Job> job = PrepareJob(f, ctx, env);

@@ -18,6 +18,7 @@ packages=(
   clang libclang-rt-dev libomp-dev  # the libFuzzer targets (scripts/fuzz.sh)
   llvm  # llvm-symbolizer: function names in sanitizer reports (scripts/sanitize.sh)
   iproute2  # ip netns and bridges: the simulated hosts of ctest -L hosts
+  slurm-wlm munge  # the one-node Slurm cluster of ctest -L slurm
 )
 
 missing=()

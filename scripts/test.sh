@@ -13,7 +13,7 @@ bash scripts/build.sh
 cd "${LOCKSTEP_BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 900
 if grep -q avx512f /proc/cpuinfo; then
-  DNNL_MAX_CPU_ISA=AVX2 ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE interop
+  DNNL_MAX_CPU_ISA=AVX2 ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE "interop|slurm"
 else
   echo "skipped the DNNL_MAX_CPU_ISA=AVX2 run of the suite: no AVX-512"
 fi
