@@ -1,5 +1,6 @@
 #include "core/backend.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -33,6 +34,35 @@ absl::Status Backend::Reorder(const Tensor& from, Layout from_layout, const Tens
                                                  LayoutName(to_layout)));
   }
   return Copy(to.raw_data(), to.device(), from.raw_data(), from.device(), to.nbytes());
+}
+
+absl::Status Backend::NormalizeImages(const Tensor&, const Tensor&, const std::vector<float>&,
+                                      const std::vector<float>&) {
+  return absl::UnimplementedError(absl::StrCat("the ", name(), " backend cannot normalize images"));
+}
+
+absl::Status CheckNormalizeImages(const Tensor& images, const Tensor& to,
+                                  const std::vector<float>& mean, const std::vector<float>& std) {
+  const Shape& nhwc = images.shape();
+  const bool shapes = nhwc.size() == 4 && images.dtype() == DType::kU8 &&
+                      to.dtype() == DType::kF32 &&
+                      to.shape() == Shape{nhwc[0], nhwc[3], nhwc[1], nhwc[2]};
+  if (!shapes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "images to normalize must be u8 (N, H, W, C) into f32 (N, C, H, W), got ",
+        DTypeName(images.dtype()), ShapeToString(nhwc), " into ", DTypeName(to.dtype()),
+        ShapeToString(to.shape())));
+  }
+  const int64_t channels = nhwc[3];
+  const bool factors = channels >= 1 && channels <= 4 &&
+                       mean.size() == static_cast<size_t>(channels) && mean.size() == std.size() &&
+                       std::find(std.begin(), std.end(), 0.0f) == std.end();
+  if (!factors) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "normalizing images of ", channels, " channel(s) (1 to 4) needs one mean and one nonzero "
+        "std per channel, got ", mean.size(), " and ", std.size()));
+  }
+  return absl::OkStatus();
 }
 
 bool RegisterBackend(DeviceType type, std::unique_ptr<Backend> backend) {

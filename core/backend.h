@@ -68,12 +68,25 @@ class Backend {
   // common such values stay plain. See parallel/shared_layouts.h, SharedLayouts in
   // graph/kernel.h.
   virtual std::vector<Layout> SharedLayoutOffer() const { return {}; }
+  // Writes `images`, uint8 (N, H, W, C) in this backend's memory, into `to`, float32
+  // (N, C, H, W) of the same device, normalized per channel as the dataset's Normalize and
+  // HWC2CHW would (ops/image_input_math.h), queued on the compute stream where there is one: a
+  // batch then crosses to the device as a quarter of the bytes, and the host does no float work.
+  // The default has none. CheckNormalizeImages below says what the arguments must be.
+  virtual absl::Status NormalizeImages(const Tensor& images, const Tensor& to,
+                                       const std::vector<float>& mean,
+                                       const std::vector<float>& std);
   // Whether this device's hardware computes in `dtype` (low precision gains speed only where it
   // does). Float32, float64 and the integers everywhere; bf16 and f16 where a backend says so.
   virtual bool ComputesNatively(DType dtype) const {
     return dtype != DType::kBF16 && dtype != DType::kF16;
   }
 };
+
+// The arguments of Backend::NormalizeImages: shapes that match, 1 to 4 channels, one mean and
+// one nonzero std per channel.
+absl::Status CheckNormalizeImages(const Tensor& images, const Tensor& to,
+                                  const std::vector<float>& mean, const std::vector<float>& std);
 
 // Registers `backend` for `type`; a type has at most one backend.
 bool RegisterBackend(DeviceType type, std::unique_ptr<Backend> backend);

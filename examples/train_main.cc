@@ -410,7 +410,8 @@ absl::StatusOr<std::optional<dataset::Dataset>> OpenValidation(const Flags& f,
   return val;
 }
 
-absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx, int64_t per_rank) {
+absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx, int64_t per_rank,
+                              bool normalized) {
   dataset::ImageFolderOptions options{.num_shards = ctx.size(),
                                       .shard_id = ctx.rank(),
                                       .seed = f.seed,
@@ -420,12 +421,14 @@ absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx, int6
   Data data;
   data.classes = static_cast<int64_t>(train.class_names().size());
   data.train =
-      std::make_unique<DatasetSource>(train.Map(ClassificationTransforms(f.image_size, true))
+      std::make_unique<DatasetSource>(train.Map(ClassificationTransforms(f.image_size, true, normalized))
                                           .Batch(per_rank, /*drop_remainder=*/true)
                                           .Workers(f.workers));
   if (val.has_value()) {
     data.val = std::make_unique<DatasetSource>(
-        val->Map(ClassificationTransforms(f.image_size, false)).Batch(per_rank).Workers(f.workers));
+        val->Map(ClassificationTransforms(f.image_size, false, normalized))
+            .Batch(per_rank)
+            .Workers(f.workers));
   }
   return data;
 }
@@ -492,6 +495,12 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
     options.loss_scale = FixedLossScale(f);
   }
   LS_ASSIGN_OR_RETURN(options.device, ctx.DeviceFor(f.device));
+  // A GPU takes its batches as uint8 and normalizes them itself; on the CPU the pipeline's
+  // workers normalize, off the step's critical path.
+  if (options.device.type != DeviceType::kCPU) {
+    options.normalize_images = ImageNormalization{.mean = std::vector<float>(3, kClassificationMean),
+                                                  .std = std::vector<float>(3, kClassificationStd)};
+  }
   if (ctx.size() > 1) {
     options.parallel = {.mode = parallel::ParallelMode::kDataParallel,
                         .fusion_threshold_mb = f.fusion_mb,
@@ -570,7 +579,8 @@ absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const Env
     job.model_image_size = true;
   }
   LS_ASSIGN_OR_RETURN(job.options, MakeModelOptions(f, ctx, env));
-  LS_ASSIGN_OR_RETURN(job.data, OpenData(f, ctx, job.options.batch_size));
+  LS_ASSIGN_OR_RETURN(job.data, OpenData(f, ctx, job.options.batch_size,
+                                         !job.options.normalize_images.has_value()));
   const dataset::Dataset& train = job.data.train->dataset();
   LS_RETURN_IF_ERROR(CheckStepsPerEpoch(f, train.SamplesPerEpoch(), train.BatchesPerEpoch(),
                                         job.options.batch_size));

@@ -54,7 +54,8 @@ dataset::PipelineStats DatasetSource::Stats() const {
   return iterator_ != nullptr ? iterator_->Stats() : dataset::PipelineStats{};
 }
 
-std::vector<dataset::TransformPtr> ClassificationTransforms(int64_t size, bool training) {
+std::vector<dataset::TransformPtr> ClassificationTransforms(int64_t size, bool training,
+                                                            bool normalized) {
   std::vector<dataset::TransformPtr> steps = {dataset::Decode(),
                                               dataset::Resize(ClassificationResizeSize(size))};
   if (training) {
@@ -63,6 +64,7 @@ std::vector<dataset::TransformPtr> ClassificationTransforms(int64_t size, bool t
   } else {
     steps.push_back(dataset::CenterCrop(size));
   }
+  if (!normalized) return steps;
   steps.push_back(dataset::Normalize({kClassificationMean}, {kClassificationStd}));
   steps.push_back(dataset::HWC2CHW());
   return steps;

@@ -25,8 +25,9 @@ namespace lockstep::train {
 // drop_remainder (evaluation) the epoch ends with its last sample: each image is scored once.
 class DatasetSource : public DataSource {
  public:
-  // `dataset` must end in (N, C, H, W) float32 images (HWC2CHW) and must not Repeat: each Reset
-  // runs one epoch.
+  // `dataset` must end in (N, C, H, W) float32 images (HWC2CHW), or in (N, H, W, C) uint8 ones
+  // for a model that normalizes on its device (ModelOptions::normalize_images), and must not
+  // Repeat: each Reset runs one epoch.
   explicit DatasetSource(dataset::Dataset dataset) : dataset_(std::move(dataset)) {}
 
   // Starts the pipeline's workers at `epoch`, whose sample order and random transforms are a
@@ -53,8 +54,11 @@ class DatasetSource : public DataSource {
 // lockstep-train's transforms for classifying ImageFolder images at size x size. Training scales
 // the shorter side to 9/8 of `size` and takes a random crop and flip; validation scales the same
 // and takes the centre, so both see objects at one scale (a crop of the full-size image, or the
-// whole image shrunk, would not). Pixels become [-1, 1] floats, (3, size, size).
-std::vector<dataset::TransformPtr> ClassificationTransforms(int64_t size, bool training);
+// whole image shrunk, would not). Pixels become [-1, 1] floats, (3, size, size); without
+// `normalized` they stay uint8 (size, size, 3), for ModelOptions::normalize_images with the
+// constants below.
+std::vector<dataset::TransformPtr> ClassificationTransforms(int64_t size, bool training,
+                                                            bool normalized = true);
 // Their constants, for whoever prepares images elsewhere (an exported ONNX model's metadata):
 // the shorter side before cropping, and Normalize's mean and std on 0..255 RGB values.
 inline int64_t ClassificationResizeSize(int64_t size) { return size * 9 / 8; }

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_join.h"
+#include "core/backend.h"
 #include "core/rng.h"
 #include "core/threads.h"
 #include "graph/builder.h"
@@ -227,11 +228,16 @@ absl::StatusOr<double> Model::LossScale() const {
 absl::Status Model::CheckBatch(const Batch& batch, bool training) const {
   const Tensor& images = batch.images;
   const int64_t n = images.defined() && images.rank() > 0 ? images.dim(0) : 0;
+  // (C, H, W) as float32, or (H, W, C) as uint8 under normalize_images.
+  const bool fed = options_.normalize_images.has_value();
+  const Shape& chw = options_.image_shape;
+  const Shape image = fed && chw.size() == 3 ? Shape{chw[1], chw[2], chw[0]} : chw;
+  const DType dtype = fed ? DType::kU8 : DType::kF32;
   Shape expected = {n};
-  expected.insert(expected.end(), options_.image_shape.begin(), options_.image_shape.end());
-  if (n < 1 || images.shape() != expected || images.dtype() != DType::kF32) {
+  expected.insert(expected.end(), image.begin(), image.end());
+  if (n < 1 || images.shape() != expected || images.dtype() != dtype) {
     return absl::InvalidArgumentError(
-        absl::StrCat("batch images must be f32 (N, ", absl::StrJoin(options_.image_shape, ", "),
+        absl::StrCat("batch images must be ", DTypeName(dtype), " (N, ", absl::StrJoin(image, ", "),
                      "), got ", images.defined() ? DTypeName(images.dtype()) : "nothing",
                      images.defined() ? ShapeToString(images.shape()) : ""));
   }
@@ -247,13 +253,32 @@ absl::Status Model::CheckBatch(const Batch& batch, bool training) const {
   return absl::OkStatus();
 }
 
+absl::Status Model::FeedImages(const Tensor& images, Tensor input) {
+  if (!options_.normalize_images.has_value()) {
+    input.CopyFrom(images);
+    return absl::OkStatus();
+  }
+  Tensor on_device = images;
+  if (images.device() != input.device()) {
+    if (!staged_images_.defined() || staged_images_.shape() != images.shape()) {
+      LS_ASSIGN_OR_RETURN(staged_images_, Tensor::Allocate(images.shape(), DType::kU8,
+                                                           input.device(), /*zeroed=*/false));
+    }
+    staged_images_.CopyFrom(images);
+    on_device = staged_images_;
+  }
+  return BackendOf(input.device())
+      .NormalizeImages(on_device, input, options_.normalize_images->mean,
+                       options_.normalize_images->std);
+}
+
 absl::StatusOr<double> Model::TrainStep(const Batch& batch) {
   LS_RETURN_IF_ERROR(Compile());
   LS_RETURN_IF_ERROR(CheckBatch(batch, /*training=*/true));
   const bool updates = micro_step_ + 1 == options_.accumulation_steps;
   StepGraph& step = updates ? train_ : micro_;
   last_update_skipped_ = false;
-  step.images.CopyFrom(batch.images);
+  LS_RETURN_IF_ERROR(FeedImages(batch.images, step.images));
   step.labels.CopyFrom(batch.labels);
   WriteScalar(step.control, updates            ? static_cast<float>(optimizer_.lr(global_step_))
                             : micro_step_ == 0 ? 0.0f
@@ -284,7 +309,7 @@ absl::StatusOr<BatchResult> Model::EvalBatch(const Batch& batch) {
   LS_ASSIGN_OR_RETURN(Executor * executor, EvalExecutor(batch.images.dim(0)));
   LS_ASSIGN_OR_RETURN(Tensor images, executor->Input("images"));
   LS_ASSIGN_OR_RETURN(Tensor labels, executor->Input("labels"));
-  images.CopyFrom(batch.images);
+  LS_RETURN_IF_ERROR(FeedImages(batch.images, images));
   labels.CopyFrom(batch.labels);
   LS_RETURN_IF_ERROR(executor->Run());
   LS_ASSIGN_OR_RETURN(Tensor logits, executor->ReadOutput("logits"));

@@ -32,6 +32,12 @@
 
 namespace lockstep::train {
 
+// Per-channel mean and std of Backend::NormalizeImages, on 0..255 pixel values.
+struct ImageNormalization {
+  std::vector<float> mean;
+  std::vector<float> std;
+};
+
 struct ModelOptions {
   double loss_scale = 1.0;  // fixed: seeds the backward, divided out by the update
   int64_t batch_size = 32;
@@ -52,6 +58,11 @@ struct ModelOptions {
   // Where the graphs run: memory, kernels and the gradient AllReduce (NCCL on CUDA). Batches,
   // the loss and the variables cross to and from the host.
   Device device = Device::CPU();
+  // Set: batches bring their images as uint8 (N, H, W, C), as decoded, and the device
+  // normalizes them into the graphs' float32 (N, C, H, W) input (Backend::NormalizeImages): the
+  // copy to a GPU carries a quarter of the bytes and the host does no float work. The data set
+  // then ends before Normalize and HWC2CHW (ClassificationTransforms' `normalized`).
+  std::optional<ImageNormalization> normalize_images;
   // Set: dynamic loss scaling instead of the fixed loss_scale (see DynamicLossScale).
   std::optional<DynamicLossScale> dynamic_loss_scale;
   // The ranks the model communicates with (parallel::Init): data parallel and SyncBatchNorm
@@ -148,6 +159,9 @@ class Model {
   }
   absl::Status SynchronizeReplicas() const;
   absl::Status CheckBatch(const Batch& batch, bool training) const;
+  // Writes a batch's images into a graph's "images" input: copied as they are, or, under
+  // normalize_images, copied to the device as uint8 and normalized there.
+  absl::Status FeedImages(const Tensor& images, Tensor input);
   absl::StatusOr<Executor*> EvalExecutor(int64_t batch_size);
   absl::Status RunEpoch(DataSource& data, const Callbacks& callbacks);
   absl::Status InitializeVariables();
@@ -172,6 +186,7 @@ class Model {
   int64_t epochs_done_ = 0;
   int64_t start_batch_ = 0;  // of the next epoch
   bool last_update_skipped_ = false;
+  Tensor staged_images_;  // under normalize_images, the uint8 batch on the graphs' device
 };
 
 }  // namespace lockstep::train

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/host_backend.h"
 #include "ops/cpu/cpu_layouts.h"
+#include "ops/cpu/image_input.h"
 #include "ops/cpu/dnnl_util.h"
 
 namespace lockstep {
@@ -42,6 +43,14 @@ class CpuBackend : public HostBackend {
     static const bool bf16 = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_bf16) ==
                              dnnl_cpu_isa_avx512_core_bf16;
     return bf16;
+  }
+
+  absl::Status NormalizeImages(const Tensor& images, const Tensor& to,
+                               const std::vector<float>& mean,
+                               const std::vector<float>& std) override {
+    LS_RETURN_IF_ERROR(CheckNormalizeImages(images, to, mean, std));
+    cpu::NormalizeImagesOnHost(images, to, mean, std);
+    return absl::OkStatus();
   }
 };
 

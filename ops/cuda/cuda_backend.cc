@@ -12,6 +12,7 @@
 #include "ops/cuda/cuda_allocator.h"
 #include "ops/cuda/cuda_layouts.h"
 #include "ops/cuda/cuda_status.h"
+#include "ops/cuda/image_input_kernels.h"
 
 namespace lockstep::cuda {
 namespace {
@@ -92,6 +93,26 @@ class CudaBackend : public Backend {
     LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
     CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
     CUDA_RETURN_IF_ERROR(cudaMemsetAsync(dst, 0, bytes, stream));
+    return absl::OkStatus();
+  }
+
+  absl::Status NormalizeImages(const Tensor& images, const Tensor& to,
+                               const std::vector<float>& mean,
+                               const std::vector<float>& std) override {
+    LS_RETURN_IF_ERROR(CheckNormalizeImages(images, to, mean, std));
+    if (images.device() != to.device() || to.device().type != DeviceType::kCUDA) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("images to normalize on ", to.device().ToString(), " are on ",
+                       images.device().ToString(), ": copy them there first"));
+    }
+    const int index = to.device().index;
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+    const math::ImageNormalization n =
+        math::MakeImageNormalization(mean.data(), std.data(), static_cast<int>(images.dim(3)));
+    CUDA_RETURN_IF_ERROR(LaunchNormalizeImages(images.data<uint8_t>(), to.data<float>(),
+                                               to.numel(), images.dim(1) * images.dim(2), n,
+                                               stream));
     return absl::OkStatus();
   }
 

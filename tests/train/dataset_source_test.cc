@@ -129,6 +129,37 @@ TEST(DatasetSourceTest, ASkippedFileRepeatsTheLastBatchSoEveryRankTakesEveryStep
   EXPECT_EQ(evaluation.Stats().images, 39);
 }
 
+// uint8 batches normalized by the backend (ModelOptions::normalize_images, as lockstep-train
+// feeds a GPU) train and evaluate bit for bit as float32 batches normalized by the pipeline.
+TEST(DatasetSourceTest, ImagesNormalizedByTheBackendTrainBitForBitAsByThePipeline) {
+  SampleFolder folder;
+  Model on_host = testing::TinyModel({.seed = 3});
+  Model on_device = testing::TinyModel({.seed = 3, .normalize_images = testing::kSampleNormalization});
+  DatasetSource floats(SamplePipeline(folder.train(), 4, /*augment=*/true));
+  DatasetSource pixels(SamplePipeline(folder.train(), 4, true, 1, 0, /*normalized=*/false));
+  ASSERT_TRUE(on_host.Train(2, floats).ok());
+  absl::Status trained = on_device.Train(2, pixels);
+  ASSERT_TRUE(trained.ok()) << trained;
+  EXPECT_TRUE(testing::VariableBytes(on_host) == testing::VariableBytes(on_device));
+  DatasetSource float_val(SamplePipeline(folder.val(), 8, /*augment=*/false));
+  DatasetSource pixel_val(SamplePipeline(folder.val(), 8, false, 1, 0, /*normalized=*/false));
+  absl::StatusOr<EvalResult> host_eval = on_host.Eval(float_val);
+  absl::StatusOr<EvalResult> device_eval = on_device.Eval(pixel_val);
+  ASSERT_TRUE(host_eval.ok() && device_eval.ok());
+  EXPECT_EQ(host_eval->loss, device_eval->loss);
+  EXPECT_EQ(host_eval->correct, device_eval->correct);
+
+  // A float32 batch given to the uint8 model is refused, naming what it takes.
+  Batch wrong;
+  ASSERT_TRUE(floats.Reset(0).ok());
+  ASSERT_TRUE(floats.Next(&wrong).value_or(false));
+  absl::StatusOr<double> refused = on_device.TrainStep(wrong);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_NE(refused.status().message().find("batch images must be u8 (N, 16, 16, 3), got f32"),
+            std::string::npos)
+      << refused.status();
+}
+
 // Three ranks' validation shards (no padding) score exactly what one process scores.
 TEST(DatasetSourceTest, UnpaddedShardsEvaluateEveryImageOnce) {
   SampleFolder folder;

@@ -17,7 +17,7 @@ SampleFolder::SampleFolder() {
 }
 
 dataset::Dataset SamplePipeline(const std::string& root, int64_t batch, bool augment,
-                                int num_shards, int shard_id) {
+                                int num_shards, int shard_id, bool normalized) {
   absl::StatusOr<dataset::Dataset> folder = dataset::ImageFolder(root, {.shuffle = augment,
                                                                         .num_shards = num_shards,
                                                                         .shard_id = shard_id,
@@ -28,8 +28,10 @@ dataset::Dataset SamplePipeline(const std::string& root, int64_t batch, bool aug
       augment ? dataset::RandomCrop(kSampleImageSize, 2) : dataset::CenterCrop(kSampleImageSize);
   std::vector<dataset::TransformPtr> steps = {dataset::Decode(), crop};
   if (augment) steps.push_back(dataset::RandomHorizontalFlip());
-  steps.push_back(dataset::Normalize({127.5f}, {127.5f}));
-  steps.push_back(dataset::HWC2CHW());
+  if (normalized) {
+    steps.push_back(dataset::Normalize({127.5f}, {127.5f}));
+    steps.push_back(dataset::HWC2CHW());
+  }
   return folder->Map(steps).Batch(batch, /*drop_remainder=*/augment).Workers(2);
 }
 

@@ -31,9 +31,12 @@ class SampleFolder {
 };
 
 // `root` read in shards with random crops and flips (or, without `augment`, centre crops and no
-// padding of the shards) to (N, 3, 16, 16) batches.
+// padding of the shards) to (N, 3, 16, 16) batches; without `normalized`, to uint8
+// (N, 16, 16, 3) batches for ModelOptions::normalize_images with kSampleNormalization.
 dataset::Dataset SamplePipeline(const std::string& root, int64_t batch, bool augment,
-                                int num_shards = 1, int shard_id = 0);
+                                int num_shards = 1, int shard_id = 0, bool normalized = true);
+inline const ImageNormalization kSampleNormalization = {.mean = {127.5f, 127.5f, 127.5f},
+                                                        .std = {127.5f, 127.5f, 127.5f}};
 
 // conv 3x3 (8) -> batch norm (unless left out) -> ReLU -> 2x2 max pool -> dense.
 LayerPtr TinyNet(int64_t classes, bool batch_norm = true);
