@@ -1,9 +1,12 @@
 // Pooling on CUDA: MaxPool, AvgPool, GlobalAvgPool, their gradients and the argmax pair the
 // FuseKernels pass makes, with own kernels (pool.cu) rather than cuDNN's, for two reasons: the
 // gradients must route to the first maximum as the CPU's do (cuDNN breaks ties its own way and
-// has no argmax output), and gathering gradients per input keeps them deterministic.
+// has no argmax output), and gathering gradients per input keeps them deterministic. The
+// windowed ones index 16-bit data in NHWC where AssignLayouts gives it (as cuDNN's convolutions
+// and the batch norm around them keep it), so no reorder surrounds them; GlobalAvgPool is plain.
 
 #include "graph/kernel.h"
+#include "ops/cuda/cuda_layouts.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/pool_kernels.h"
@@ -14,7 +17,8 @@ namespace {
 using cuda::StreamOf;
 using math::PoolGeometry;
 
-// x (N, C, H, W) and y (N, C, OH, OW) of a windowed pooling node and its attributes.
+// x (N, C, H, W) and y (N, C, OH, OW) of a windowed pooling node and its attributes; the node's
+// 4-D data share one layout (NhwcWhereEligible), read off its first input.
 PoolGeometry GeometryOf(const Node& node, const Shape& x, const Shape& y) {
   const std::vector<int64_t>& kernel = node.attrs.GetInts("kernel");
   const std::vector<int64_t>& stride = node.attrs.GetInts("stride");
@@ -29,6 +33,7 @@ PoolGeometry GeometryOf(const Node& node, const Shape& x, const Shape& y) {
   if (node.attrs.Has("count_include_pad")) {
     g.count_include_pad = node.attrs.GetBool("count_include_pad");
   }
+  g.channels_last = node.inputs[0]->layout == cuda::NhwcLayout();
   return g;
 }
 
@@ -161,9 +166,7 @@ class GlobalAvgPoolKernel : public Kernel {
   int64_t plane_;   // H * W
 };
 
-// Kernel<T> for `op`'s nodes of each float dtype. The kernels index (N, C, H, W): plain layouts,
-// so 16-bit NHWC activations are reordered around them (one MaxPool and one GlobalAvgPool in
-// ResNet-50).
+// Kernel<T> for `op`'s nodes of each float dtype.
 template <typename T, template <typename> class K, typename... Args>
 KernelFactory PoolFactory(Args... args) {
   return
@@ -172,32 +175,37 @@ KernelFactory PoolFactory(Args... args) {
       };
 }
 
+// Windowed pooling takes NHWC where the data can have it (16-bit, NhwcWhereEligible; the
+// argmax, int32, stays plain); global pooling indexes planes, plain.
 template <template <typename> class K, typename... Args>
-bool RegisterPool(const char* op, Args... args) {
+bool RegisterPool(const char* op, LayoutFn layouts, Args... args) {
   KernelRegistry& registry = KernelRegistry::Global();
   registry.Register({.op = op,
                      .device = DeviceType::kCUDA,
                      .dtype = DType::kF32,
-                     .create = PoolFactory<float, K>(args...)});
+                     .create = PoolFactory<float, K>(args...),
+                     .layouts = layouts});
   registry.Register({.op = op,
                      .device = DeviceType::kCUDA,
                      .dtype = DType::kBF16,
-                     .create = PoolFactory<__nv_bfloat16, K>(args...)});
+                     .create = PoolFactory<__nv_bfloat16, K>(args...),
+                     .layouts = layouts});
   return registry.Register({.op = op,
                             .device = DeviceType::kCUDA,
                             .dtype = DType::kF16,
-                            .create = PoolFactory<__half, K>(args...)});
+                            .create = PoolFactory<__half, K>(args...),
+                            .layouts = layouts});
 }
 
 [[maybe_unused]] const bool kRegistered[] = {
-    RegisterPool<MaxPoolKernel>("MaxPool"),
-    RegisterPool<MaxPoolKernel>("MaxPoolWithArgmax"),
-    RegisterPool<MaxPoolGradKernel>("MaxPoolGrad"),
-    RegisterPool<MaxPoolGradWithArgmaxKernel>("MaxPoolGradWithArgmax"),
-    RegisterPool<AvgPoolKernel>("AvgPool"),
-    RegisterPool<AvgPoolGradKernel>("AvgPoolGrad"),
-    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPool", false),
-    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPoolGrad", true),
+    RegisterPool<MaxPoolKernel>("MaxPool", cuda::NhwcWhereEligible),
+    RegisterPool<MaxPoolKernel>("MaxPoolWithArgmax", cuda::NhwcWhereEligible),
+    RegisterPool<MaxPoolGradKernel>("MaxPoolGrad", cuda::NhwcWhereEligible),
+    RegisterPool<MaxPoolGradWithArgmaxKernel>("MaxPoolGradWithArgmax", cuda::NhwcWhereEligible),
+    RegisterPool<AvgPoolKernel>("AvgPool", cuda::NhwcWhereEligible),
+    RegisterPool<AvgPoolGradKernel>("AvgPoolGrad", cuda::NhwcWhereEligible),
+    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPool", PlainLayouts, false),
+    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPoolGrad", PlainLayouts, true),
 };
 
 }  // namespace

@@ -10,12 +10,24 @@ using math::PoolGeometry;
 
 namespace {
 
-// Output element i as (plane, oh, ow), plane = n * C + c.
-struct OutputIndex {
-  int64_t plane, oh, ow;
-  __device__ OutputIndex(int64_t i, const PoolGeometry& g)
-      : plane(i / (g.oh * g.ow)), oh(i / g.ow % g.oh), ow(i % g.ow) {}
-};
+// Output element i, in y's storage order, as (n, c, oh, ow).
+__device__ inline math::Element4 OutputAt(int64_t i, const PoolGeometry& g) {
+  return math::ElementAt(i, g.c, g.oh, g.ow, g.channels_last);
+}
+
+// Where element (n, c, h, w) of x or dx is stored, and (n, c, oh, ow) of y or dy.
+__device__ inline int64_t InputOffset(const PoolGeometry& g, int64_t n, int64_t c, int64_t h,
+                                      int64_t w) {
+  return math::ElementOffset(n, c, h, w, g.c, g.h, g.w, g.channels_last);
+}
+__device__ inline int64_t OutputOffset(const PoolGeometry& g, int64_t n, int64_t c, int64_t oh,
+                                       int64_t ow) {
+  return math::ElementOffset(n, c, oh, ow, g.c, g.oh, g.ow, g.channels_last);
+}
+// The argmax is (N, C, OH, OW) whatever the layout of y.
+__device__ inline int64_t ArgmaxOffset(const PoolGeometry& g, const math::Element4& o) {
+  return math::ElementOffset(o.n, o.c, o.h, o.w, g.c, g.oh, g.ow, /*channels_last=*/false);
+}
 
 template <typename T>
 struct MaxPoolForward {
@@ -24,17 +36,16 @@ struct MaxPoolForward {
   T* y;
   int32_t* argmax;
   __device__ void operator()(int64_t i) const {
-    const OutputIndex o(i, g);
-    const T* plane = x + o.plane * g.h * g.w;
+    const math::Element4 o = OutputAt(i, g);
     float best = -FLT_MAX;
     int32_t where = -1;
     for (int kh = 0; kh < g.kh; ++kh) {
-      const int64_t ih = o.oh * g.sh - g.ph + kh;
+      const int64_t ih = o.h * g.sh - g.ph + kh;
       if (ih < 0 || ih >= g.h) continue;
       for (int kw = 0; kw < g.kw; ++kw) {
-        const int64_t iw = o.ow * g.sw - g.pw + kw;
+        const int64_t iw = o.w * g.sw - g.pw + kw;
         if (iw < 0 || iw >= g.w) continue;
-        const float v = ToF32(plane[ih * g.w + iw]);
+        const float v = ToF32(x[InputOffset(g, o.n, o.c, ih, iw)]);
         if (where < 0 || v > best) {  // strictly greater: the first maximum stays
           best = v;
           where = kh * g.kw + kw;
@@ -42,17 +53,19 @@ struct MaxPoolForward {
       }
     }
     y[i] = FromF32<T>(best);
-    if (argmax != nullptr) argmax[i] = where;
+    if (argmax != nullptr) argmax[ArgmaxOffset(g, o)] = where;
   }
 };
 
-// Input element i as (plane, ih, iw), and the outputs whose windows cover it.
+// Input element i, in x's storage order, as (n, c, ih, iw), and the outputs whose windows cover
+// it.
 struct InputIndex {
-  int64_t plane, ih, iw, oh0, oh1, ow0, ow1;
+  math::Element4 at;
+  int64_t oh0, oh1, ow0, ow1;
   __device__ InputIndex(int64_t i, const PoolGeometry& g)
-      : plane(i / (g.h * g.w)), ih(i / g.w % g.h), iw(i % g.w) {
-    math::CoveringOutputs(ih, g.kh, g.sh, g.ph, g.oh, &oh0, &oh1);
-    math::CoveringOutputs(iw, g.kw, g.sw, g.pw, g.ow, &ow0, &ow1);
+      : at(math::ElementAt(i, g.c, g.h, g.w, g.channels_last)) {
+    math::CoveringOutputs(at.h, g.kh, g.sh, g.ph, g.oh, &oh0, &oh1);
+    math::CoveringOutputs(at.w, g.kw, g.sw, g.pw, g.ow, &ow0, &ow1);
   }
 };
 
@@ -67,10 +80,12 @@ struct MaxPoolBackward {
     float sum = 0.0f;
     for (int64_t oh = in.oh0; oh <= in.oh1; ++oh) {
       for (int64_t ow = in.ow0; ow <= in.ow1; ++ow) {
-        const int64_t o = (in.plane * g.oh + oh) * g.ow + ow;
-        const int32_t here = static_cast<int32_t>((in.ih - (oh * g.sh - g.ph)) * g.kw +
-                                                  (in.iw - (ow * g.sw - g.pw)));
-        if (argmax[o] == here) sum += ToF32(dy[o]);
+        const math::Element4 o = {in.at.n, in.at.c, oh, ow};
+        const int32_t here = static_cast<int32_t>((in.at.h - (oh * g.sh - g.ph)) * g.kw +
+                                                  (in.at.w - (ow * g.sw - g.pw)));
+        if (argmax[ArgmaxOffset(g, o)] == here) {
+          sum += ToF32(dy[OutputOffset(g, o.n, o.c, oh, ow)]);
+        }
       }
     }
     dx[i] = FromF32<T>(sum);
@@ -83,18 +98,17 @@ struct AvgPoolForward {
   PoolGeometry g;
   T* y;
   __device__ void operator()(int64_t i) const {
-    const OutputIndex o(i, g);
-    const T* plane = x + o.plane * g.h * g.w;
+    const math::Element4 o = OutputAt(i, g);
     float sum = 0.0f;
     for (int kh = 0; kh < g.kh; ++kh) {
-      const int64_t ih = o.oh * g.sh - g.ph + kh;
+      const int64_t ih = o.h * g.sh - g.ph + kh;
       if (ih < 0 || ih >= g.h) continue;
       for (int kw = 0; kw < g.kw; ++kw) {
-        const int64_t iw = o.ow * g.sw - g.pw + kw;
-        if (iw >= 0 && iw < g.w) sum += ToF32(plane[ih * g.w + iw]);
+        const int64_t iw = o.w * g.sw - g.pw + kw;
+        if (iw >= 0 && iw < g.w) sum += ToF32(x[InputOffset(g, o.n, o.c, ih, iw)]);
       }
     }
-    y[i] = FromF32<T>(sum / static_cast<float>(math::AvgDivisor(g, o.oh, o.ow)));
+    y[i] = FromF32<T>(sum / static_cast<float>(math::AvgDivisor(g, o.h, o.w)));
   }
 };
 
@@ -108,7 +122,7 @@ struct AvgPoolBackward {
     float sum = 0.0f;
     for (int64_t oh = in.oh0; oh <= in.oh1; ++oh) {
       for (int64_t ow = in.ow0; ow <= in.ow1; ++ow) {
-        sum += ToF32(dy[(in.plane * g.oh + oh) * g.ow + ow]) /
+        sum += ToF32(dy[OutputOffset(g, in.at.n, in.at.c, oh, ow)]) /
                static_cast<float>(math::AvgDivisor(g, oh, ow));
       }
     }

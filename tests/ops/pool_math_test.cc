@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace lockstep {
 namespace {
@@ -44,6 +46,33 @@ TEST(PoolWindowMathTest, CoveringOutputsAndDivisors) {
   EXPECT_EQ(math::AvgDivisor(g, 2, 1), 6);  // bottom edge: 2 x 3 inside
   g.count_include_pad = true;
   EXPECT_EQ(math::AvgDivisor(g, 0, 0), 9);
+}
+
+// Storage offsets of (n, c, h, w), plain and channels-last, and back.
+TEST(PoolWindowMathTest, ElementOffsetsAndTheirInverse) {
+  const int64_t kN = 2, kC = 3, kH = 4, kW = 5;
+  for (bool channels_last : {false, true}) {
+    std::vector<bool> seen(kN * kC * kH * kW, false);
+    for (int64_t n = 0; n < kN; ++n) {
+      for (int64_t c = 0; c < kC; ++c) {
+        for (int64_t h = 0; h < kH; ++h) {
+          for (int64_t w = 0; w < kW; ++w) {
+            const int64_t offset = math::ElementOffset(n, c, h, w, kC, kH, kW, channels_last);
+            const int64_t expected =
+                channels_last ? ((n * kH + h) * kW + w) * kC + c : ((n * kC + c) * kH + h) * kW + w;
+            ASSERT_EQ(offset, expected);
+            seen[offset] = true;
+            const math::Element4 at = math::ElementAt(offset, kC, kH, kW, channels_last);
+            EXPECT_EQ(at.n, n);
+            EXPECT_EQ(at.c, c);
+            EXPECT_EQ(at.h, h);
+            EXPECT_EQ(at.w, w);
+          }
+        }
+      }
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), true), kN * kC * kH * kW);
+  }
 }
 
 }  // namespace

@@ -117,16 +117,32 @@ TEST(NhwcLayoutTest, ConvolutionsChooseNhwcForSixteenBitValues) {
   EXPECT_EQ(f32.outputs, (std::vector<Layout>{plain}));
 }
 
-// Batch norm: the 16-bit data NHWC, its float32 (C) vectors plain; pooling indexes NCHW.
-TEST(NhwcLayoutTest, BatchNormIsNhwcAndPoolingPlain) {
+// Batch norm and windowed pooling: the 16-bit data NHWC, batch norm's float32 (C) vectors and a
+// max pool's int32 argmax plain; global pooling indexes NCHW planes; float32 pools plain.
+TEST(NhwcLayoutTest, BatchNormAndWindowedPoolingAreNhwcGlobalPoolingPlain) {
   const Layout nhwc = NhwcLayout(), plain = Layout::kPlain;
   const TensorType x = {{8, 16, 9, 9}, DType::kF16}, c = {{16}, DType::kF32};
   const LayoutChoice norm = HandNode("BatchNorm", {x, c, c, c, c}, {x, c, c, c, c}).Choose({nhwc});
   EXPECT_EQ(norm.inputs, (std::vector<Layout>{nhwc, plain, plain, plain, plain}));
   EXPECT_EQ(norm.outputs, (std::vector<Layout>{nhwc, plain, plain, plain, plain}));
-  const LayoutChoice pool =
+  const LayoutChoice global =
       HandNode("GlobalAvgPool", {x}, {{{8, 16, 1, 1}, DType::kF16}}).Choose({nhwc});
-  EXPECT_EQ(pool.inputs, (std::vector<Layout>{plain}));
+  EXPECT_EQ(global.inputs, (std::vector<Layout>{plain}));
+
+  const TensorType y = {{8, 16, 5, 5}, DType::kBF16}, argmax = {{8, 16, 5, 5}, DType::kI32};
+  const TensorType xb = {{8, 16, 9, 9}, DType::kBF16};
+  const LayoutChoice max = HandNode("MaxPoolWithArgmax", {xb}, {y, argmax}).Choose({});
+  EXPECT_EQ(max.inputs, (std::vector<Layout>{nhwc}));
+  EXPECT_EQ(max.outputs, (std::vector<Layout>{nhwc, plain}));
+  const LayoutChoice back = HandNode("MaxPoolGradWithArgmax", {y, argmax}, {xb}).Choose({});
+  EXPECT_EQ(back.inputs, (std::vector<Layout>{nhwc, plain}));
+  EXPECT_EQ(back.outputs, (std::vector<Layout>{nhwc}));
+  const LayoutChoice average = HandNode("AvgPoolGrad", {y}, {xb}).Choose({});
+  EXPECT_EQ(average.outputs, (std::vector<Layout>{nhwc}));
+  const TensorType x32 = {{8, 16, 9, 9}, DType::kF32};
+  const LayoutChoice f32 = HandNode("MaxPool", {x32}, {{{8, 16, 5, 5}, DType::kF32}}).Choose({});
+  EXPECT_EQ(f32.inputs, (std::vector<Layout>{plain}));
+  EXPECT_EQ(f32.outputs, (std::vector<Layout>{plain}));
 }
 
 // Every op of a mixed-precision ResNet has CUDA kernels for both 16-bit dtypes.
