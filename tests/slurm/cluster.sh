@@ -83,11 +83,17 @@ give_up() {
   skip "$why"
 }
 
+# Whether process $1 runs. A daemon that exited stays a zombie until its new parent (PID 1 or a
+# subreaper) reaps it, which some containers' PID 1 never does, and kill -0 reaches zombies.
+running() {
+  [[ -r /proc/$1/stat && $(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) != Z ]]
+}
+
 # Why the cluster is not up yet: empty while it may still come up.
 not_up_because() {
   local name pid
   while read -r name pid; do
-    if ! kill -0 "$pid" 2>/dev/null; then
+    if ! running "$pid"; then
       echo "$name exited: $(tail -n 3 "$dir/$name.log" | tr '\n' ' ')"
       return
     fi
@@ -128,7 +134,7 @@ start() {
   # the process that started this script does.
   local owner=$PPID
   (
-    while kill -0 "$owner" 2>/dev/null && [[ -d $dir ]]; do sleep 2; done
+    while running "$owner" && [[ -d $dir ]]; do sleep 2; done
     stop_daemons
   ) </dev/null >/dev/null 2>&1 &
 
@@ -143,14 +149,21 @@ start() {
   echo "slurm cluster: up in $dir (SLURM_CONF=$dir/slurm.conf)"
 }
 
+# Whether any of the PIDs is still running.
+any_alive() {
+  local pid
+  for pid in "$@"; do running "$pid" && return 0; done
+  return 1
+}
+
+# TERM, up to 5 s to exit, then KILL.
 stop_daemons() {
   [[ -f $dir/pids ]] || return 0
-  local pids pid
+  local pids
   mapfile -t pids <"$dir/pids"
   kill -TERM "${pids[@]}" 2>/dev/null || true
   for _ in {1..50}; do
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && break; pid=; done
-    [[ -n ${pid:-} ]] || break
+    any_alive "${pids[@]}" || return 0
     sleep 0.1
   done
   kill -KILL "${pids[@]}" 2>/dev/null || true
