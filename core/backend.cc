@@ -48,19 +48,21 @@ absl::Status CheckNormalizeImages(const Tensor& images, const Tensor& to,
                       to.dtype() == DType::kF32 &&
                       to.shape() == Shape{nhwc[0], nhwc[3], nhwc[1], nhwc[2]};
   if (!shapes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "images to normalize must be u8 (N, H, W, C) into f32 (N, C, H, W), got ",
-        DTypeName(images.dtype()), ShapeToString(nhwc), " into ", DTypeName(to.dtype()),
-        ShapeToString(to.shape())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("images to normalize must be u8 (N, H, W, C) into f32 (N, C, H, W), got ",
+                     DTypeName(images.dtype()), ShapeToString(nhwc), " into ",
+                     DTypeName(to.dtype()), ShapeToString(to.shape())));
   }
   const int64_t channels = nhwc[3];
   const bool factors = channels >= 1 && channels <= 4 &&
                        mean.size() == static_cast<size_t>(channels) && mean.size() == std.size() &&
                        std::find(std.begin(), std.end(), 0.0f) == std.end();
   if (!factors) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "normalizing images of ", channels, " channel(s) (1 to 4) needs one mean and one nonzero "
-        "std per channel, got ", mean.size(), " and ", std.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("normalizing images of ", channels,
+                     " channel(s) (1 to 4) needs one mean and one nonzero "
+                     "std per channel, got ",
+                     mean.size(), " and ", std.size()));
   }
   return absl::OkStatus();
 }

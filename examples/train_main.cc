@@ -420,10 +420,10 @@ absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx, int6
   LS_ASSIGN_OR_RETURN(std::optional<dataset::Dataset> val, OpenValidation(f, options, train));
   Data data;
   data.classes = static_cast<int64_t>(train.class_names().size());
-  data.train =
-      std::make_unique<DatasetSource>(train.Map(ClassificationTransforms(f.image_size, true, normalized))
-                                          .Batch(per_rank, /*drop_remainder=*/true)
-                                          .Workers(f.workers));
+  data.train = std::make_unique<DatasetSource>(
+      train.Map(ClassificationTransforms(f.image_size, true, normalized))
+          .Batch(per_rank, /*drop_remainder=*/true)
+          .Workers(f.workers));
   if (val.has_value()) {
     data.val = std::make_unique<DatasetSource>(
         val->Map(ClassificationTransforms(f.image_size, false, normalized))
@@ -498,8 +498,9 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
   // A GPU takes its batches as uint8 and normalizes them itself; on the CPU the pipeline's
   // workers normalize, off the step's critical path.
   if (options.device.type != DeviceType::kCPU) {
-    options.normalize_images = ImageNormalization{.mean = std::vector<float>(3, kClassificationMean),
-                                                  .std = std::vector<float>(3, kClassificationStd)};
+    options.normalize_images =
+        ImageNormalization{.mean = std::vector<float>(3, kClassificationMean),
+                           .std = std::vector<float>(3, kClassificationStd)};
   }
   if (ctx.size() > 1) {
     options.parallel = {.mode = parallel::ParallelMode::kDataParallel,

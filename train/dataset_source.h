@@ -48,7 +48,7 @@ class DatasetSource : public DataSource {
   int64_t epoch_ = 0;
   int64_t batches_ = 0;  // delivered in this epoch, repeats included
   bool repeating_ = false;
-  Batch last_;           // the epoch's last batch from the pipeline (training only)
+  Batch last_;  // the epoch's last batch from the pipeline (training only)
 };
 
 // lockstep-train's transforms for classifying ImageFolder images at size x size. Training scales

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/host_backend.h"
 #include "ops/cpu/cpu_layouts.h"
-#include "ops/cpu/image_input.h"
 #include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/image_input.h"
 
 namespace lockstep {
 namespace {

@@ -110,9 +110,8 @@ class CudaBackend : public Backend {
     CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
     const math::ImageNormalization n =
         math::MakeImageNormalization(mean.data(), std.data(), static_cast<int>(images.dim(3)));
-    CUDA_RETURN_IF_ERROR(LaunchNormalizeImages(images.data<uint8_t>(), to.data<float>(),
-                                               to.numel(), images.dim(1) * images.dim(2), n,
-                                               stream));
+    CUDA_RETURN_IF_ERROR(LaunchNormalizeImages(images.data<uint8_t>(), to.data<float>(), to.numel(),
+                                               images.dim(1) * images.dim(2), n, stream));
     return absl::OkStatus();
   }
 

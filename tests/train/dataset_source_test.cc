@@ -134,7 +134,8 @@ TEST(DatasetSourceTest, ASkippedFileRepeatsTheLastBatchSoEveryRankTakesEveryStep
 TEST(DatasetSourceTest, ImagesNormalizedByTheBackendTrainBitForBitAsByThePipeline) {
   SampleFolder folder;
   Model on_host = testing::TinyModel({.seed = 3});
-  Model on_device = testing::TinyModel({.seed = 3, .normalize_images = testing::kSampleNormalization});
+  Model on_device =
+      testing::TinyModel({.seed = 3, .normalize_images = testing::kSampleNormalization});
   DatasetSource floats(SamplePipeline(folder.train(), 4, /*augment=*/true));
   DatasetSource pixels(SamplePipeline(folder.train(), 4, true, 1, 0, /*normalized=*/false));
   ASSERT_TRUE(on_host.Train(2, floats).ok());
