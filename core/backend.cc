@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "core/allocator.h"
 #include "core/host_backend.h"
 
 namespace lockstep {
@@ -35,6 +36,30 @@ absl::Status Backend::Reorder(const Tensor& from, Layout from_layout, const Tens
   }
   return Copy(to.raw_data(), to.device(), from.raw_data(), from.device(), to.nbytes());
 }
+
+absl::StatusOr<void*> Backend::AllocateHost(size_t bytes, int) {
+  void* data = CpuAllocate(bytes);
+  if (data == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of host memory allocating ", bytes, " bytes"));
+  }
+  return data;
+}
+
+void Backend::FreeHost(void* ptr, int) { CpuFree(ptr); }
+
+absl::Status Backend::CopyAsync(void* dst, Device dst_device, const void* src, Device src_device,
+                                size_t bytes, Stream) {
+  return Copy(dst, dst_device, src, src_device, bytes);
+}
+
+absl::StatusOr<std::unique_ptr<DeviceEvent>> Backend::CreateEvent(int) {
+  return std::make_unique<DeviceEvent>();
+}
+
+absl::Status Backend::Record(DeviceEvent&, int, Stream) { return absl::OkStatus(); }
+absl::Status Backend::StreamWait(int, Stream, DeviceEvent&) { return absl::OkStatus(); }
+absl::Status Backend::HostWait(DeviceEvent&) { return absl::OkStatus(); }
 
 absl::Status Backend::NormalizeImages(const Tensor&, const Tensor&, const std::vector<float>&,
                                       const std::vector<float>&) {

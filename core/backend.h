@@ -20,6 +20,17 @@
 
 namespace lockstep {
 
+// A device's streams: kernels, and the copies and fills queued with them, run on the compute
+// stream; the batch of the next step moves to the device on the copy stream meanwhile.
+enum class Stream { kCompute, kCopy };
+
+// A point in a stream's queued work that another stream, or the host, can wait for. Where work
+// is done before the call that queues it returns (the host), every event has already happened.
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+};
+
 // Times work where it runs: the host clock around it on the CPU, events on a device stream.
 class DeviceTimer {
  public:
@@ -54,6 +65,25 @@ class Backend {
   // Sets `bytes` at `dst` to zero (queued on the compute stream where there is one).
   virtual absl::Status Zero(void* dst, int index, size_t bytes) = 0;
   virtual std::unique_ptr<DeviceTimer> CreateTimer(int index) = 0;
+
+  // Host memory that copies to and from device `index` can use without the host waiting:
+  // page-locked on CUDA. Allocating it may be slow and may wait for the device, so callers
+  // recycle it (core/host_buffer_pool.h). The default is plain host memory.
+  virtual absl::StatusOr<void*> AllocateHost(size_t bytes, int index);
+  virtual void FreeHost(void* ptr, int index);
+  // Copy queues the copy on `stream` and may return before it is done: both sides must stay as
+  // they are until an event recorded after it has happened. The default copies at once.
+  virtual absl::Status CopyAsync(void* dst, Device dst_device, const void* src, Device src_device,
+                                 size_t bytes, Stream stream);
+  // Events of device `index`. By default they are plain objects and waiting returns at once,
+  // since the default copies have finished when they return.
+  virtual absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent(int index);
+  // Marks the work queued on `stream` so far.
+  virtual absl::Status Record(DeviceEvent& event, int index, Stream stream);
+  // Work queued on `stream` from now on starts after `event`; the host goes on at once.
+  virtual absl::Status StreamWait(int index, Stream stream, DeviceEvent& event);
+  // The host waits until `event` has happened.
+  virtual absl::Status HostWait(DeviceEvent& event);
 
   // Copies `from` into `to` (same shape and dtype, either device of this backend or the host)
   // from one layout into another. Between equal layouts it is a copy; the default reorders

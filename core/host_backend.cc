@@ -27,16 +27,12 @@ class HostTimer : public DeviceTimer {
 
 size_t HostBackend::alignment() const { return kCpuAlignment; }
 
-absl::StatusOr<void*> HostBackend::Allocate(size_t bytes, int) {
-  void* data = CpuAllocate(bytes);
-  if (data == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("out of host memory allocating ", bytes, " bytes"));
-  }
-  return data;
+// The host's own memory is what the other backends lend as host memory.
+absl::StatusOr<void*> HostBackend::Allocate(size_t bytes, int index) {
+  return Backend::AllocateHost(bytes, index);
 }
 
-void HostBackend::Free(void* ptr, int) { CpuFree(ptr); }
+void HostBackend::Free(void* ptr, int index) { Backend::FreeHost(ptr, index); }
 
 absl::Status HostBackend::Copy(void* dst, Device, const void* src, Device, size_t bytes) {
   if (bytes > 0) std::memcpy(dst, src, bytes);

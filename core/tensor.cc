@@ -24,15 +24,21 @@ absl::StatusOr<std::shared_ptr<Storage>> Storage::Allocate(size_t bytes, Device 
     return Annotate(data.status(),
                     absl::StrCat("allocating ", bytes, " bytes on ", device.ToString()));
   }
-  return std::shared_ptr<Storage>(new Storage(*data, bytes, device, true));
+  return Adopt(*data, bytes, device,
+               [device](void* p) { BackendOf(device).Free(p, device.index); });
 }
 
 std::shared_ptr<Storage> Storage::Wrap(void* data, size_t bytes, Device device) {
-  return std::shared_ptr<Storage>(new Storage(data, bytes, device, false));
+  return std::shared_ptr<Storage>(new Storage(data, bytes, device, nullptr));
+}
+
+std::shared_ptr<Storage> Storage::Adopt(void* data, size_t bytes, Device device,
+                                        std::function<void(void*)> release) {
+  return std::shared_ptr<Storage>(new Storage(data, bytes, device, std::move(release)));
 }
 
 Storage::~Storage() {
-  if (owned_) BackendOf(device_).Free(data_, device_.index);
+  if (release_) release_(data_);
 }
 
 absl::StatusOr<Tensor> Tensor::Allocate(Shape shape, DType dtype, Device device, bool zeroed) {
@@ -61,11 +67,18 @@ Tensor Tensor::Zeros(Shape shape, DType dtype, Device device) {
 }
 
 Tensor Tensor::Wrap(void* data, Shape shape, DType dtype, Device device) {
+  const size_t bytes = NumElements(shape) * SizeOf(dtype);
+  return Over(Storage::Wrap(data, bytes, device), std::move(shape), dtype);
+}
+
+Tensor Tensor::Over(std::shared_ptr<Storage> storage, Shape shape, DType dtype) {
+  LS_CHECK(NumElements(shape) * SizeOf(dtype) <= storage->bytes())
+      << DTypeName(dtype) << ShapeToString(shape) << " over a storage of " << storage->bytes()
+      << " bytes";
   Tensor t;
-  size_t bytes = NumElements(shape) * SizeOf(dtype);
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
-  t.storage_ = Storage::Wrap(data, bytes, device);
+  t.storage_ = std::move(storage);
   return t;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,12 +19,16 @@ int64_t NumElements(const Shape& shape);
 // "[8, 3, 224, 224]"
 std::string ShapeToString(const Shape& shape);
 
-// A block of memory shared by tensors that view it. Owns it unless wrapped.
+// A block of memory shared by tensors that view it. Gives it back when the last one goes, unless
+// wrapped.
 class Storage {
  public:
   // Memory from the device's backend (core/backend.h); a failure names the bytes and device.
   static absl::StatusOr<std::shared_ptr<Storage>> Allocate(size_t bytes, Device device);
   static std::shared_ptr<Storage> Wrap(void* data, size_t bytes, Device device);
+  // Memory that `release` gives back (to a pool, say) when the storage goes.
+  static std::shared_ptr<Storage> Adopt(void* data, size_t bytes, Device device,
+                                        std::function<void(void*)> release);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -33,12 +38,12 @@ class Storage {
   Device device() const { return device_; }
 
  private:
-  Storage(void* data, size_t bytes, Device device, bool owned)
-      : data_(data), bytes_(bytes), device_(device), owned_(owned) {}
+  Storage(void* data, size_t bytes, Device device, std::function<void(void*)> release)
+      : data_(data), bytes_(bytes), device_(device), release_(std::move(release)) {}
   void* data_;
   size_t bytes_;
   Device device_;
-  bool owned_;
+  std::function<void(void*)> release_;  // empty when wrapped
 };
 
 // A cheap value: shape, dtype, device and a byte offset into shared storage. Row-major.
@@ -52,6 +57,8 @@ class Tensor {
   static Tensor Zeros(Shape shape, DType dtype, Device device = Device::CPU());
   // Views memory owned elsewhere (an arena, a flat parameter buffer); does not own it.
   static Tensor Wrap(void* data, Shape shape, DType dtype, Device device = Device::CPU());
+  // A tensor over `storage` from its start (Storage::Adopt).
+  static Tensor Over(std::shared_ptr<Storage> storage, Shape shape, DType dtype);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

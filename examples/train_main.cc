@@ -410,8 +410,13 @@ absl::StatusOr<std::optional<dataset::Dataset>> OpenValidation(const Flags& f,
   return val;
 }
 
-absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx, int64_t per_rank,
-                              bool normalized) {
+// Batches as the model takes them: normalized by the pipeline's workers, or left uint8 for a
+// device that normalizes them itself; in host memory its copies read without the host waiting.
+absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx,
+                              const ModelOptions& model) {
+  const int64_t per_rank = model.batch_size;
+  const bool normalized = !model.normalize_images.has_value();
+  const dataset::BatchAllocator allocator = HostBatchAllocator(model.device);
   dataset::ImageFolderOptions options{.num_shards = ctx.size(),
                                       .shard_id = ctx.rank(),
                                       .seed = f.seed,
@@ -423,12 +428,14 @@ absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx, int6
   data.train = std::make_unique<DatasetSource>(
       train.Map(ClassificationTransforms(f.image_size, true, normalized))
           .Batch(per_rank, /*drop_remainder=*/true)
-          .Workers(f.workers));
+          .Workers(f.workers)
+          .AllocateWith(allocator));
   if (val.has_value()) {
     data.val = std::make_unique<DatasetSource>(
         val->Map(ClassificationTransforms(f.image_size, false, normalized))
             .Batch(per_rank)
-            .Workers(f.workers));
+            .Workers(f.workers)
+            .AllocateWith(allocator));
   }
   return data;
 }
@@ -580,8 +587,7 @@ absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const Env
     job.model_image_size = true;
   }
   LS_ASSIGN_OR_RETURN(job.options, MakeModelOptions(f, ctx, env));
-  LS_ASSIGN_OR_RETURN(job.data, OpenData(f, ctx, job.options.batch_size,
-                                         !job.options.normalize_images.has_value()));
+  LS_ASSIGN_OR_RETURN(job.data, OpenData(f, ctx, job.options));
   const dataset::Dataset& train = job.data.train->dataset();
   LS_RETURN_IF_ERROR(CheckStepsPerEpoch(f, train.SamplesPerEpoch(), train.BatchesPerEpoch(),
                                         job.options.batch_size));

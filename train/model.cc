@@ -31,12 +31,6 @@ T ReadScalar(const Tensor& scalar) {
   return *host.data<T>();
 }
 
-void WriteScalar(Tensor scalar, float value) {
-  Tensor host = Tensor::Empty(scalar.shape(), DType::kF32);
-  *host.data<float>() = value;
-  scalar.CopyFrom(host);
-}
-
 // Calls `fn` on every callback, stopping at the first error.
 template <typename Fn>
 absl::Status ForEach(const Callbacks& callbacks, Fn fn) {
@@ -134,6 +128,8 @@ absl::Status Model::Compile() {
     LS_ASSIGN_OR_RETURN(micro_, CompileStepGraph(/*updates=*/false, train_.executor.get()));
   }
   LS_RETURN_IF_ERROR(InitializeVariables());
+  train_feed_ = std::make_unique<InputFeed>(options_.device, options_.normalize_images);
+  eval_feed_ = std::make_unique<InputFeed>(options_.device, options_.normalize_images);
   return data_parallel() ? SynchronizeReplicas() : absl::OkStatus();
 }
 
@@ -253,43 +249,43 @@ absl::Status Model::CheckBatch(const Batch& batch, bool training) const {
   return absl::OkStatus();
 }
 
-absl::Status Model::FeedImages(const Tensor& images, Tensor input) {
-  if (!options_.normalize_images.has_value()) {
-    input.CopyFrom(images);
-    return absl::OkStatus();
-  }
-  Tensor on_device = images;
-  if (images.device() != input.device()) {
-    if (!staged_images_.defined() || staged_images_.shape() != images.shape()) {
-      LS_ASSIGN_OR_RETURN(staged_images_, Tensor::Allocate(images.shape(), DType::kU8,
-                                                           input.device(), /*zeroed=*/false));
-    }
-    staged_images_.CopyFrom(images);
-    on_device = staged_images_;
-  }
-  return BackendOf(input.device())
-      .NormalizeImages(on_device, input, options_.normalize_images->mean,
-                       options_.normalize_images->std);
+absl::Status Model::StageTrainBatch(const Batch& batch) {
+  LS_RETURN_IF_ERROR(CheckBatch(batch, /*training=*/true));
+  const float control = micro_step_ + 1 == options_.accumulation_steps
+                            ? static_cast<float>(optimizer_.lr(global_step_))
+                        : micro_step_ == 0 ? 0.0f
+                                           : 1.0f;
+  return train_feed_->Stage(batch.images, batch.labels, control);
+}
+
+absl::Status Model::QueueTrainStep() {
+  const bool updates = micro_step_ + 1 == options_.accumulation_steps;
+  StepGraph& step = updates ? train_ : micro_;
+  LS_ASSIGN_OR_RETURN(queued_batch_, train_feed_->Feed(step.images, step.labels, step.control));
+  LS_RETURN_IF_ERROR(step.executor->Run());
+  train_feed_->Note(InputFeed::Op::On::kComputeStream, InputFeed::Op::Kind::kRun,
+                    absl::StrCat("step on batch ", queued_batch_));
+  queued_ = &step;
+  micro_step_ = updates ? 0 : micro_step_ + 1;
+  if (updates) ++global_step_;
+  return absl::OkStatus();
+}
+
+// Reading the loss (and the skip flag) into the host waits for the step.
+absl::StatusOr<double> Model::FinishTrainStep() {
+  StepGraph& step = *std::exchange(queued_, nullptr);
+  train_feed_->Note(InputFeed::Op::On::kHost, InputFeed::Op::Kind::kWait,
+                    absl::StrCat("step on batch ", queued_batch_));
+  last_update_skipped_ =
+      step.gradients_finite.defined() && ReadScalar<float>(step.gradients_finite) == 0.0f;
+  return static_cast<double>(ReadScalar<float>(step.loss));
 }
 
 absl::StatusOr<double> Model::TrainStep(const Batch& batch) {
   LS_RETURN_IF_ERROR(Compile());
-  LS_RETURN_IF_ERROR(CheckBatch(batch, /*training=*/true));
-  const bool updates = micro_step_ + 1 == options_.accumulation_steps;
-  StepGraph& step = updates ? train_ : micro_;
-  last_update_skipped_ = false;
-  LS_RETURN_IF_ERROR(FeedImages(batch.images, step.images));
-  step.labels.CopyFrom(batch.labels);
-  WriteScalar(step.control, updates            ? static_cast<float>(optimizer_.lr(global_step_))
-                            : micro_step_ == 0 ? 0.0f
-                                               : 1.0f);
-  LS_RETURN_IF_ERROR(step.executor->Run());
-  if (updates && step.gradients_finite.defined()) {
-    last_update_skipped_ = ReadScalar<float>(step.gradients_finite) == 0.0f;
-  }
-  micro_step_ = updates ? 0 : micro_step_ + 1;
-  if (updates) ++global_step_;
-  return static_cast<double>(ReadScalar<float>(step.loss));
+  LS_RETURN_IF_ERROR(StageTrainBatch(batch));
+  LS_RETURN_IF_ERROR(QueueTrainStep());
+  return FinishTrainStep();
 }
 
 absl::StatusOr<Executor*> Model::EvalExecutor(int64_t batch_size) {
@@ -309,8 +305,8 @@ absl::StatusOr<BatchResult> Model::EvalBatch(const Batch& batch) {
   LS_ASSIGN_OR_RETURN(Executor * executor, EvalExecutor(batch.images.dim(0)));
   LS_ASSIGN_OR_RETURN(Tensor images, executor->Input("images"));
   LS_ASSIGN_OR_RETURN(Tensor labels, executor->Input("labels"));
-  LS_RETURN_IF_ERROR(FeedImages(batch.images, images));
-  labels.CopyFrom(batch.labels);
+  LS_RETURN_IF_ERROR(eval_feed_->Stage(batch.images, batch.labels, 0.0f));
+  LS_RETURN_IF_ERROR(eval_feed_->Feed(images, labels, Tensor()).status());
   LS_RETURN_IF_ERROR(executor->Run());
   LS_ASSIGN_OR_RETURN(Tensor logits, executor->ReadOutput("logits"));
   LS_ASSIGN_OR_RETURN(Tensor loss, executor->Output("loss"));
@@ -362,23 +358,27 @@ absl::Status Model::RunEpoch(DataSource& data, const Callbacks& callbacks) {
       ForEach(callbacks, [&](Callback& c) { return c.OnEpochBegin(*this, epoch.epoch); }));
   double loss_sum = 0.0;
   Batch batch;
+  auto where = [&](int64_t step) { return absl::StrCat("epoch ", epoch.epoch, " step ", step); };
   LS_ASSIGN_OR_RETURN(bool more, data.Next(&batch));
+  if (more) LS_RETURN_IF_ERROR(Annotate(StageTrainBatch(batch), where(epoch.first_step + 1)));
   while (more) {
     StepInfo step{.epoch = epoch.epoch,
                   .step = epoch.first_step + epoch.steps + 1,
                   .global_step = global_step_ + 1,
-                  .batch_size = batch.images.defined() ? batch.images.dim(0) : 0,
+                  .batch_size = batch.images.dim(0),
                   .lr = optimizer_.lr(global_step_)};
     const Clock::time_point step_start = Clock::now();
-    absl::StatusOr<double> loss = TrainStep(batch);
-    if (!loss.ok()) {
-      return Annotate(loss.status(), absl::StrCat("epoch ", step.epoch, " step ", step.step));
-    }
+    LS_RETURN_IF_ERROR(Annotate(QueueTrainStep(), where(step.step)));
+    // The next batch's copy runs while this step computes; whether there is one tells the
+    // callbacks whether this step ends the epoch. The source may reuse this batch's memory. A
+    // batch that cannot be staged fails its own step, after this one's callbacks.
+    LS_RETURN_IF_ERROR(train_feed_->AwaitCopies());
+    LS_ASSIGN_OR_RETURN(more, data.Next(&batch));
+    const absl::Status staged = more ? StageTrainBatch(batch) : absl::OkStatus();
+    absl::StatusOr<double> loss = FinishTrainStep();
+    if (!loss.ok()) return Annotate(loss.status(), where(step.step));
     step.loss = *loss;
     step.seconds = SecondsSince(step_start);
-    // The step has copied its batch in; reading the next one now tells the callbacks whether
-    // this step ends the epoch.
-    LS_ASSIGN_OR_RETURN(more, data.Next(&batch));
     step.last_in_epoch = !more;
     if (options_.dynamic_loss_scale.has_value()) {
       step.update_skipped = last_update_skipped_;
@@ -388,6 +388,7 @@ absl::Status Model::RunEpoch(DataSource& data, const Callbacks& callbacks) {
     epoch.images += step.batch_size;
     loss_sum += step.loss;
     LS_RETURN_IF_ERROR(ForEach(callbacks, [&](Callback& c) { return c.OnStepEnd(*this, step); }));
+    LS_RETURN_IF_ERROR(Annotate(staged, where(step.step + 1)));
   }
   epoch.seconds = SecondsSince(epoch_start);
   epoch.mean_loss = epoch.steps > 0 ? loss_sum / static_cast<double>(epoch.steps) : 0.0;

@@ -25,18 +25,13 @@
 #include "parallel/options.h"
 #include "train/callbacks.h"
 #include "train/data.h"
+#include "train/input_feed.h"
 #include "train/layers.h"
 #include "train/loss.h"
 #include "train/optimizer.h"
 #include "train/passes/apply_optimizer.h"
 
 namespace lockstep::train {
-
-// Per-channel mean and std of Backend::NormalizeImages, on 0..255 pixel values.
-struct ImageNormalization {
-  std::vector<float> mean;
-  std::vector<float> std;
-};
 
 struct ModelOptions {
   double loss_scale = 1.0;  // fixed: seeds the backward, divided out by the update
@@ -56,7 +51,8 @@ struct ModelOptions {
   AmpLevel amp_level = AmpLevel::kO0;
   DType amp_dtype = DType::kBF16;
   // Where the graphs run: memory, kernels and the gradient AllReduce (NCCL on CUDA). Batches,
-  // the loss and the variables cross to and from the host.
+  // the loss and the variables cross to and from the host; in training, the copy of each batch
+  // overlaps the step before it (train/input_feed.h), fastest from HostBatchAllocator's memory.
   Device device = Device::CPU();
   // Set: batches bring their images as uint8 (N, H, W, C), as decoded, and the device
   // normalizes them into the graphs' float32 (N, C, H, W) input (Backend::NormalizeImages): the
@@ -112,7 +108,8 @@ class Model {
   // parallel each rank passes its own shard (without padding) and gets the counts of all.
   absl::StatusOr<EvalResult> Eval(DataSource& data);
 
-  // One training step on a full batch; returns its loss (before the update).
+  // One training step on a full batch; returns its loss (before the update). Train pipelines
+  // its steps: it stages the next batch while the step before computes.
   absl::StatusOr<double> TrainStep(const Batch& batch);
   // Dynamic loss scaling: whether the last update was skipped for non-finite gradients, and
   // the scale the next step uses. Fixed: false and the fixed scale.
@@ -129,6 +126,8 @@ class Model {
   const std::vector<ParameterSpec>& parameters() const { return parameters_; }
   // The training executor (null before Compile), e.g. to profile it.
   Executor* train_executor() const { return train_.executor.get(); }
+  // What moves training batches to the device (null before Compile), e.g. to read its plan.
+  InputFeed* train_feed() const { return train_feed_.get(); }
   int64_t global_step() const { return global_step_; }
   int64_t epochs_done() const { return epochs_done_; }
   // Where training continues (a resumed checkpoint): the steps and epochs done, and the batches
@@ -159,9 +158,13 @@ class Model {
   }
   absl::Status SynchronizeReplicas() const;
   absl::Status CheckBatch(const Batch& batch, bool training) const;
-  // Writes a batch's images into a graph's "images" input: copied as they are, or, under
-  // normalize_images, copied to the device as uint8 and normalized there.
-  absl::Status FeedImages(const Tensor& images, Tensor input);
+  // A training step in three parts, so that Train can stage batch N+1 while step N computes.
+  // Staging queues the batch's copy with the learning rate (or accumulation factor) of the step
+  // after the last one queued; queuing runs the graph on the oldest staged batch; finishing
+  // waits for the queued step and returns its loss.
+  absl::Status StageTrainBatch(const Batch& batch);
+  absl::Status QueueTrainStep();
+  absl::StatusOr<double> FinishTrainStep();
   absl::StatusOr<Executor*> EvalExecutor(int64_t batch_size);
   absl::Status RunEpoch(DataSource& data, const Callbacks& callbacks);
   absl::Status InitializeVariables();
@@ -186,7 +189,9 @@ class Model {
   int64_t epochs_done_ = 0;
   int64_t start_batch_ = 0;  // of the next epoch
   bool last_update_skipped_ = false;
-  Tensor staged_images_;  // under normalize_images, the uint8 batch on the graphs' device
+  std::unique_ptr<InputFeed> train_feed_, eval_feed_;  // made by Compile
+  StepGraph* queued_ = nullptr;                        // queued and not finished yet
+  int64_t queued_batch_ = 0;                           // train_feed_'s number of its batch
 };
 
 }  // namespace lockstep::train

@@ -1,5 +1,6 @@
-// The CUDA backend: memory from the caching allocator, one non-blocking compute stream per
-// device, copies and fills queued on it, event timers. Besides plain it has the NHWC layout of
+// The CUDA backend: memory from the caching allocator, page-locked host memory, a non-blocking
+// compute stream and copy stream per device, copies and fills queued on them, events and event
+// timers. Besides plain it has the NHWC layout of
 // 16-bit activations and convolution weights (cuda_layouts.h), reordered by the "Reorder" op
 // between kernels and on the host for the executor's plain copies.
 
@@ -64,6 +65,16 @@ class EventTimer : public DeviceTimer {
   absl::Status status_;
 };
 
+class CudaEvent : public DeviceEvent {
+ public:
+  ~CudaEvent() override {
+    if (event != nullptr) cudaEventDestroy(event);
+  }
+  cudaEvent_t event = nullptr;
+};
+
+cudaEvent_t EventOf(DeviceEvent& event) { return static_cast<CudaEvent&>(event).event; }
+
 class CudaBackend : public Backend {
  public:
   std::string name() const override { return "cuda"; }
@@ -82,10 +93,49 @@ class CudaBackend : public Backend {
   absl::Status Copy(void* dst, Device dst_device, const void* src, Device src_device,
                     size_t bytes) override {
     const int index = dst_device.type == DeviceType::kCUDA ? dst_device.index : src_device.index;
+    LS_RETURN_IF_ERROR(
+        CopyAsync(dst, dst_device, src, src_device, bytes, lockstep::Stream::kCompute));
     LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<void*> AllocateHost(size_t bytes, int index) override {
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+    void* data = nullptr;
+    // Portable: page-locked for every device of the process, whichever is current.
+    CUDA_RETURN_IF_ERROR(cudaHostAlloc(&data, bytes, cudaHostAllocPortable));
+    return data;
+  }
+  void FreeHost(void* ptr, int) override { cudaFreeHost(ptr); }
+
+  absl::Status CopyAsync(void* dst, Device dst_device, const void* src, Device src_device,
+                         size_t bytes, lockstep::Stream on) override {
+    const int index = dst_device.type == DeviceType::kCUDA ? dst_device.index : src_device.index;
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index, on));
     CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent(int index) override {
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+    auto event = std::make_unique<CudaEvent>();
+    CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event->event, cudaEventDisableTiming));
+    return event;
+  }
+  absl::Status Record(DeviceEvent& event, int index, lockstep::Stream on) override {
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index, on));
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(EventOf(event), stream));
+    return absl::OkStatus();
+  }
+  absl::Status StreamWait(int index, lockstep::Stream on, DeviceEvent& event) override {
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index, on));
+    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, EventOf(event), 0));
+    return absl::OkStatus();
+  }
+  absl::Status HostWait(DeviceEvent& event) override {
+    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(EventOf(event)));
     return absl::OkStatus();
   }
 
@@ -163,19 +213,21 @@ class CudaBackend : public Backend {
   }
 
  private:
-  absl::StatusOr<cudaStream_t> Stream(int device) {
+  absl::StatusOr<cudaStream_t> Stream(int device,
+                                      lockstep::Stream on = lockstep::Stream::kCompute) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = streams_.find(device);
+    auto it = streams_.find({device, on});
     if (it != streams_.end()) return it->second;
     CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
     cudaStream_t stream = nullptr;
     CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    streams_[device] = stream;
+    streams_[{device, on}] = stream;
     return stream;
   }
 
   std::mutex mutex_;
-  std::map<int, cudaStream_t> streams_;  // created on first use, kept for the process
+  // By device and kind; created on first use, kept for the process.
+  std::map<std::pair<int, lockstep::Stream>, cudaStream_t> streams_;
 };
 
 REGISTER_BACKEND(DeviceType::kCUDA, CudaBackend);

@@ -2,14 +2,15 @@
 # On a lent GPU machine, inside scripts/gpu/run.sh: the CUDA tests, the built-in sample trained
 # on the GPU (and resumed there from a checkpoint written on the CPU), the ResNet-50 benchmark
 # beside the PyTorch peer, and mixed precision (amp: the sample trained at O2 in bf16 and in fp16
-# with dynamic loss scaling, ResNet-50 at O2 beside PyTorch's autocast in channels-last). The
-# logs come back as $OUT/logs.tar.gz (the device tool brings back a few files only).
+# with dynamic loss scaling, ResNet-50 at O2 beside PyTorch's autocast in channels-last), the NCCL
+# watch (scale) and ResNet-50 fed from JPEGs (feed). The logs come back as $OUT/logs.tar.gz (the
+# device tool brings back a few files only).
 #
-#   bash scripts/gpu/run.sh BUNDLE bash scripts/gpu/checks.sh [tests|train|bench|amp|scale]...
+#   bash scripts/gpu/run.sh BUNDLE bash scripts/gpu/checks.sh [tests|train|bench|amp|scale|feed]...
 #
 # Estimated on an H100 (BENCHMARKS.md's step times plus start-up): tests 1-2 min (the 16-bit
-# kernel tests included), train about 1 min, bench about 2 min, amp about 3 min, scale under
-# 1 min: within 10.
+# kernel tests included), train about 1 min, bench about 2 min, amp about 3 min, scale and feed
+# under 1 min each: within 10.
 set -uo pipefail
 out=/tmp/lockstep-logs
 mkdir -p "$out"
@@ -99,7 +100,21 @@ amp() {
     --batch 256 --classes 1000 --steps 10 --warmup 3 --amp-level O2 --amp-dtype bf16 --profile
 }
 
-for what in "${@:-tests train bench amp scale}"; do
+# Fed input: ResNet-50 at batch 128 trained from 256x256 JPEGs through the real pipeline (uint8
+# batches in page-locked memory, copied while the step before computes, normalized on the GPU),
+# with the synthetic benchmark of the same step beside it: the epoch line's images/s should be
+# within 10% of the benchmark's.
+feed() {
+  local data=/tmp/jpeg256
+  [[ -d $data/train ]] || step feed_data lockstep-make-sample "$data" --train-per-class 500 \
+    --val-per-class 0 --height 256 --width 256
+  step feed_b128 lockstep-train --data "$data" --model resnet50 --image-size 224 \
+    --batch-size 128 --epochs 1 --val-fraction 0 --lr 0.1 --log-every 10 --device cuda
+  step feed_b128_synthetic lockstep-bench-resnet --device cuda --model resnet50 --size 224 \
+    --batch 128 --classes 10 --steps 30 --warmup 10
+}
+
+for what in "${@:-tests train bench amp scale feed}"; do
   for w in $what; do "$w"; done
 done
 exit $status

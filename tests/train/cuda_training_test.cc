@@ -1,5 +1,6 @@
 // Whole training steps on CUDA: against the CPU (loss, every gradient, the running statistics),
-// data parallel over NCCL in a world of one against stand-alone CUDA training (bit for bit), and
+// data parallel over NCCL in a world of one against stand-alone CUDA training (bit for bit),
+// pipelined training from page-locked batches against one step at a time (bit for bit), and
 // variables moving between a CPU and a CUDA model (how a checkpoint crosses devices). Skipped
 // where no GPU is present.
 
@@ -101,21 +102,20 @@ TEST_P(CudaStepTest, MatchesTheCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, CudaStepTest,
-    ::testing::Values(StepCase{}, StepCase{.fuse = false}, StepCase{.size = 64},
-                      StepCase{.model = "lenet"}, StepCase{.model = "resnet8"},
-                      StepCase{.model = "resnet8", .fuse = false}),
-    [](const auto& info) {
-      return absl::StrCat(info.param.model, "_", info.param.size,
-                          info.param.fuse ? "_fused" : "_unfused");
-    });
+INSTANTIATE_TEST_SUITE_P(Models, CudaStepTest,
+                         ::testing::Values(StepCase{}, StepCase{.fuse = false},
+                                           StepCase{.size = 64}, StepCase{.model = "lenet"},
+                                           StepCase{.model = "resnet8"},
+                                           StepCase{.model = "resnet8", .fuse = false}),
+                         [](const auto& info) {
+                           return absl::StrCat(info.param.model, "_", info.param.size,
+                                               info.param.fuse ? "_fused" : "_unfused");
+                         });
 
 TEST(CudaTrainingTest, DataParallelWorldOfOneOverNcclIsBitIdenticalToStandAlone) {
   LS_SKIP_WITHOUT_GPU();
   Model alone = ModelOn(Device::CUDA(0), {});
-  Model parallel =
-      ModelOn(Device::CUDA(0), {.mode = parallel::ParallelMode::kDataParallel});
+  Model parallel = ModelOn(Device::CUDA(0), {.mode = parallel::ParallelMode::kDataParallel});
   for (int step = 0; step < 10; ++step) {
     const Batch batch = RandomBatch(100 + step);
     ASSERT_TRUE(alone.TrainStep(batch).ok());
@@ -124,6 +124,50 @@ TEST(CudaTrainingTest, DataParallelWorldOfOneOverNcclIsBitIdenticalToStandAlone)
   }
   for (const ParameterSpec& spec : alone.parameters()) {
     const Tensor a = *alone.Variable(spec.name), b = *parallel.Variable(spec.name);
+    EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()), 0) << spec.name;
+  }
+}
+
+// Batches in page-locked memory from HostBatchAllocator, a buffer each (recycled by its pool once
+// the model lets go of it), as the dataset pipeline hands them out on a GPU.
+class PinnedBatches : public DataSource {
+ public:
+  explicit PinnedBatches(int count)
+      : allocator_(HostBatchAllocator(Device::CUDA(0))), count_(count) {}
+  absl::Status Reset(int64_t) override {
+    next_ = 0;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<bool> Next(Batch* batch) override {
+    if (next_ == count_) return false;
+    const Batch from = RandomBatch(200 + next_++);
+    *batch = {allocator_(from.images.shape(), DType::kF32), allocator_({kBatch}, DType::kI32)};
+    batch->images.CopyFrom(from.images);
+    batch->labels.CopyFrom(from.labels);
+    return true;
+  }
+
+ private:
+  dataset::BatchAllocator allocator_;
+  int count_;
+  int next_ = 0;
+};
+
+// Train copies batch N+1 on the copy stream while step N computes (train/input_feed.h); the
+// parameters come out bit for bit as from one TrainStep at a time.
+TEST(CudaTrainingTest, PipelinedTrainingFromPinnedBatchesEqualsOneStepAtATime) {
+  LS_SKIP_WITHOUT_GPU();
+  constexpr int kSteps = 6;
+  Model pipelined = ModelOn(Device::CUDA(0), {.model = "resnet8"});
+  Model stepped = ModelOn(Device::CUDA(0), {.model = "resnet8"});
+  PinnedBatches data(kSteps);
+  absl::Status trained = pipelined.Train(1, data);
+  ASSERT_TRUE(trained.ok()) << trained;
+  for (int step = 0; step < kSteps; ++step) {
+    ASSERT_TRUE(stepped.TrainStep(RandomBatch(200 + step)).ok());
+  }
+  for (const ParameterSpec& spec : stepped.parameters()) {
+    const Tensor a = *stepped.Variable(spec.name), b = *pipelined.Variable(spec.name);
     EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()), 0) << spec.name;
   }
 }
