@@ -67,6 +67,7 @@ struct BenchConfig {
   bool data_parallel = false;
   double fusion_threshold_mb = parallel::ParallelOptions().fusion_threshold_mb;
   std::string device = "cpu";
+  std::string cuda_graph = "on";
   PrecisionFlags precision;
 };
 
@@ -316,6 +317,7 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
                        .num_threads = config.threads,
                        .fuse_kernels = !config.no_fuse,
                        .device = device,
+                       .replay_steps = config.cuda_graph == "on",
                        .context = context,
                        .dump_dir = env.dump_dir};
   options.config.Set(env.math);
@@ -381,6 +383,11 @@ int main(int argc, char** argv) {
   app.add_flag("--data-parallel", config.data_parallel, "data parallel over the ranks of mpirun");
   app.add_option("--device", config.device, "cpu or cuda (this rank's GPU)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--cuda-graph", config.cuda_graph,
+                 "on: after the first two steps each step is one CUDA graph launch; off: kernel "
+                 "by kernel")
+      ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.add_option("--fusion-threshold-mb", config.fusion_threshold_mb,
                  "bucket size of the fused gradient AllReduce")

@@ -61,6 +61,17 @@ absl::Status Backend::Record(DeviceEvent&, int, Stream) { return absl::OkStatus(
 absl::Status Backend::StreamWait(int, Stream, DeviceEvent&) { return absl::OkStatus(); }
 absl::Status Backend::HostWait(DeviceEvent&) { return absl::OkStatus(); }
 
+absl::Status Backend::BeginCapture(int) {
+  return absl::UnimplementedError(
+      absl::StrCat("the ", name(), " backend cannot record work to launch again"));
+}
+
+absl::StatusOr<std::unique_ptr<CapturedWork>> Backend::EndCapture(int index) {
+  return BeginCapture(index);  // the same refusal: nothing can have begun
+}
+
+absl::Status Backend::Launch(CapturedWork&, int index) { return BeginCapture(index); }
+
 absl::Status Backend::NormalizeImages(const Tensor&, const Tensor&, const std::vector<float>&,
                                       const std::vector<float>&) {
   return absl::UnimplementedError(absl::StrCat("the ", name(), " backend cannot normalize images"));

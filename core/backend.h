@@ -31,6 +31,12 @@ class DeviceEvent {
   virtual ~DeviceEvent() = default;
 };
 
+// A step's device work recorded once, to be launched again as a whole (a CUDA graph).
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+};
+
 // Times work where it runs: the host clock around it on the CPU, events on a device stream.
 class DeviceTimer {
  public:
@@ -84,6 +90,15 @@ class Backend {
   virtual absl::Status StreamWait(int index, Stream stream, DeviceEvent& event);
   // The host waits until `event` has happened.
   virtual absl::Status HostWait(DeviceEvent& event);
+
+  // Recording, for steps launched as one piece of work (Executor::ReplayAfter). After
+  // BeginCapture, what the calling thread queues on device `index`'s compute stream is recorded
+  // instead of run; EndCapture returns the recording ready to launch, or why it cannot be one.
+  // Nothing recorded has run either way. The default cannot record.
+  virtual absl::Status BeginCapture(int index);
+  virtual absl::StatusOr<std::unique_ptr<CapturedWork>> EndCapture(int index);
+  // Queues a recording on device `index`'s compute stream.
+  virtual absl::Status Launch(CapturedWork& work, int index);
 
   // Copies `from` into `to` (same shape and dtype, either device of this backend or the host)
   // from one layout into another. Between equal layouts it is a copy; the default reorders

@@ -84,6 +84,7 @@ struct Flags {
   int64_t grad_accum = 1;
   double fusion_mb = 25.0;
   std::string device = "auto";
+  std::string cuda_graph = "on";
   std::string summary_dir;
   PrecisionFlags precision;
 };
@@ -172,6 +173,11 @@ void AddDataFlags(CLI::App& app, Flags& f) {
   app.add_option("--device", f.device,
                  "auto (CUDA when every rank has a GPU of its own), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--cuda-graph", f.cuda_graph,
+                 "on: a GPU launches each training step as one CUDA graph after two warm-up "
+                 "steps (kernel by kernel where it cannot, with one line); off: kernel by kernel")
+      ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   app.add_flag("--sync-bn", f.sync_bn, "batch statistics over all ranks");
   app.add_option("--fusion-mb", f.fusion_mb,
@@ -502,6 +508,7 @@ absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Co
     options.loss_scale = FixedLossScale(f);
   }
   LS_ASSIGN_OR_RETURN(options.device, ctx.DeviceFor(f.device));
+  options.replay_steps = f.cuda_graph == "on";
   // A GPU takes its batches as uint8 and normalizes them itself; on the CPU the pipeline's
   // workers normalize, off the step's critical path.
   if (options.device.type != DeviceType::kCPU) {

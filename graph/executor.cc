@@ -127,6 +127,46 @@ Tensor Executor::ViewOf(const Value& value) const {
 }
 
 absl::Status Executor::Run() {
+  if (profiling_) return RunKernels();
+  if (recording_ != nullptr) return LaunchRecording();
+  if (runs_++ == record_at_) {
+    absl::Status recorded = RecordStep();
+    if (recorded.ok()) return LaunchRecording();
+    LS_LOG(Info) << "steps run kernel by kernel: " << recorded.message();
+  }
+  return RunKernels();
+}
+
+absl::Status Executor::LaunchRecording() {
+  for (Step& step : steps_) {
+    LS_RETURN_IF_ERROR(Annotate(step.node->kernel->BeforeLaunch(), step.node->Describe()));
+  }
+  LS_RETURN_IF_ERROR(backend_->Launch(*recording_, device_.index));
+  for (Step& step : steps_) {
+    LS_RETURN_IF_ERROR(Annotate(step.node->kernel->AfterLaunch(), step.node->Describe()));
+  }
+  return absl::OkStatus();
+}
+
+void Executor::ReplayAfter(int warmup_runs) { record_at_ = warmup_runs; }
+
+absl::Status Executor::RecordStep() {
+  for (const Step& step : steps_) {
+    if (!step.node->kernel->replayable()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the step is not recorded for replay: ", step.node->Describe(), " cannot be replayed"));
+    }
+  }
+  LS_RETURN_IF_ERROR(backend_->BeginCapture(device_.index));
+  const absl::Status ran = RunKernels();
+  absl::StatusOr<std::unique_ptr<CapturedWork>> recording = backend_->EndCapture(device_.index);
+  LS_RETURN_IF_ERROR(ran);
+  LS_RETURN_IF_ERROR(recording.status());
+  recording_ = *std::move(recording);
+  return absl::OkStatus();
+}
+
+absl::Status Executor::RunKernels() {
   using Clock = std::chrono::steady_clock;
   for (Step& step : steps_) {
     for (size_t producer : step.waits_for) {

@@ -32,6 +32,17 @@ class Executor {
   // ReadOutput) waits for it.
   absl::Status Run();
 
+  // Launches the step as one piece of work from run `warmup_runs` + 1 on (a CUDA graph): that run
+  // records the kernels' device work (Backend::BeginCapture) and launches the recording, and
+  // later runs launch it again, one launch instead of one per kernel. It holds because kernels do
+  // their host work (table uploads, algorithm choices) in the warm-up runs, and the executor's
+  // memory stays where it is. Steps with a kernel that is not Kernel::replayable and profiled
+  // runs go kernel by kernel; so does every run after a recording that fails, which one line
+  // explains.
+  void ReplayAfter(int warmup_runs);
+  // Whether runs launch a recording.
+  bool replaying() const { return recording_ != nullptr; }
+
   // Per-node time, off by default: while on, each Run adds every kernel's time where it runs
   // (host clock on the CPU, CUDA events on a GPU; a profiled CUDA step waits for the device).
   struct NodeTime {
@@ -95,6 +106,12 @@ class Executor {
     double seconds = 0.0;                // profiled time
     std::unique_ptr<DeviceTimer> timer;  // while profiling
   };
+  absl::Status RunKernels();
+  // Launches the recording, with the kernels' host work around it (Kernel::BeforeLaunch,
+  // AfterLaunch).
+  absl::Status LaunchRecording();
+  // Records the step's work (ReplayAfter); an error says why it cannot be.
+  absl::Status RecordStep();
   absl::Status AddProfiledTimes();
   absl::Status Wait(Step& step);
   absl::Status WaitAll();
@@ -105,6 +122,9 @@ class Executor {
   Tensor workspace_;
   std::vector<Step> steps_;
   bool profiling_ = false;
+  int runs_ = 0;
+  int record_at_ = -1;  // the run that records (ReplayAfter); -1: none
+  std::unique_ptr<CapturedWork> recording_;
   double exposed_wait_seconds_ = 0.0;
 };
 

@@ -40,6 +40,14 @@ class Kernel {
   // Kernels that wait for other ranks (collectives): the executor counts the time a synchronous
   // one takes as exposed communication.
   virtual bool communicates() const { return false; }
+  // Whether a step holding this kernel may be recorded once and launched again as a whole
+  // (Executor::ReplayAfter): its device work must not change from run to run once warmed up,
+  // and whatever host work each run needs must be in AfterLaunch. Collectives by default not.
+  virtual bool replayable() const { return !communicates(); }
+  // Host work each launch of a recorded step needs: checks before it (a collective's
+  // communicator still usable), and work after it (watching the collective).
+  virtual absl::Status BeforeLaunch() { return absl::OkStatus(); }
+  virtual absl::Status AfterLaunch() { return absl::OkStatus(); }
 };
 
 // The layouts a kernel wants for its inputs (the pass reorders where they differ) and the

@@ -67,7 +67,9 @@ class NcclCommunicator::Probe : public CollectiveProbe {
  public:
   explicit Probe(NcclCommunicator& owner) : owner_(owner) {}
   ~Probe() override {
-    for (const auto& [sequence, event] : recorded_) cudaEventDestroy(event);
+    for (const Recorded& recorded : recorded_) {
+      if (recorded.pooled) cudaEventDestroy(recorded.event);
+    }
     for (cudaEvent_t event : free_) cudaEventDestroy(event);
   }
 
@@ -92,26 +94,32 @@ class NcclCommunicator::Probe : public CollectiveProbe {
     LS_ASSIGN_OR_RETURN(cudaEvent_t event, Take());
     CUDA_RETURN_IF_ERROR(cudaEventRecord(event, owner_.stream_));
     std::lock_guard<std::mutex> lock(mutex_);
-    recorded_.emplace_back(sequence, event);
+    recorded_.push_back({sequence, event, /*pooled=*/true});
     return absl::OkStatus();
+  }
+  // Collective `sequence` ends at `event`, which a CUDA graph just launched records; the graph's
+  // owner keeps the event.
+  void Expect(int64_t sequence, cudaEvent_t event) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    recorded_.push_back({sequence, event, /*pooled=*/false});
   }
 
   absl::StatusOr<bool> Finished(int64_t sequence) override {
-    cudaEvent_t event = nullptr;
+    Recorded front;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (recorded_.empty() || recorded_.front().first != sequence) return false;
-      event = recorded_.front().second;
+      if (recorded_.empty() || recorded_.front().sequence != sequence) return false;
+      front = recorded_.front();
     }
     CUDA_RETURN_IF_ERROR(cudaSetDevice(owner_.device_.index));
-    const cudaError_t state = cudaEventQuery(event);
+    const cudaError_t state = cudaEventQuery(front.event);
     if (state == cudaErrorNotReady) return false;
     CUDA_RETURN_IF_ERROR(state);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       recorded_.pop_front();
     }
-    Give(event);
+    if (front.pooled) Give(front.event);
     return true;
   }
 
@@ -131,9 +139,14 @@ class NcclCommunicator::Probe : public CollectiveProbe {
   }
 
  private:
+  struct Recorded {
+    int64_t sequence = 0;
+    cudaEvent_t event = nullptr;
+    bool pooled = true;  // from free_ (else a graph's, its owner's to destroy)
+  };
   NcclCommunicator& owner_;
   std::mutex mutex_;
-  std::deque<std::pair<int64_t, cudaEvent_t>> recorded_;  // issue order
+  std::deque<Recorded> recorded_;  // issue order
   std::vector<cudaEvent_t> free_;
 };
 
@@ -197,9 +210,19 @@ absl::Status NcclCommunicator::Settle(ncclResult_t result, const char* call, con
   return absl::OkStatus();
 }
 
-absl::Status NcclCommunicator::Follow(cudaStream_t after) {
+absl::Status NcclCommunicator::Usable() {
+  std::lock_guard<std::mutex> lock(comm_mutex_);
+  return UsableLocked();
+}
+
+absl::Status NcclCommunicator::UsableLocked() const {
   LS_RETURN_IF_ERROR(watch_->failure());
   if (comm_ == nullptr) return absl::FailedPreconditionError("the NCCL communicator was aborted");
+  return absl::OkStatus();
+}
+
+absl::Status NcclCommunicator::Follow(cudaStream_t after) {
+  LS_RETURN_IF_ERROR(UsableLocked());
   LS_ASSIGN_OR_RETURN(cudaEvent_t ready, probe_->Take());
   CUDA_RETURN_IF_ERROR(cudaEventRecord(ready, after));
   // The wait holds the event's state as of now: it can go back to the pool at once.
@@ -218,7 +241,8 @@ absl::StatusOr<int64_t> NcclCommunicator::Watch(std::string label) {
 absl::Status NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op,
                                                 cudaStream_t after, cudaEvent_t done,
                                                 const StreamWork& before,
-                                                const StreamWork& after_reduce) {
+                                                const StreamWork& after_reduce,
+                                                cudaEvent_t in_graph) {
   size_t bytes = 0;
   for (const Tensor& inout : inouts) {
     LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op));
@@ -236,10 +260,29 @@ absl::Status NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inout
     }
     NCCL_SETTLE(ncclGroupEnd());
     if (after_reduce) LS_RETURN_IF_ERROR(after_reduce(stream_));
+    if (in_graph == nullptr) {
+      LS_RETURN_IF_ERROR(Watch(label).status());
+    } else {
+      // External: every launch of the graph records it, for WatchLaunched's probe. Before `done`,
+      // which the compute stream waits on, so that the capture joins everything on stream_.
+      CUDA_RETURN_IF_ERROR(cudaEventRecordWithFlags(in_graph, stream_, cudaEventRecordExternal));
+      in_graphs_[in_graph] = label;
+    }
     CUDA_RETURN_IF_ERROR(cudaEventRecord(done, stream_));
-    return Watch(label).status();
+    return absl::OkStatus();
   };
   return Annotate(enqueue(), label);
+}
+
+absl::Status NcclCommunicator::WatchLaunched(cudaEvent_t in_graph) {
+  std::lock_guard<std::mutex> lock(comm_mutex_);
+  LS_RETURN_IF_ERROR(UsableLocked());
+  auto it = in_graphs_.find(in_graph);
+  if (it == in_graphs_.end()) {
+    return absl::InternalError("watching a collective no CUDA graph recorded");
+  }
+  probe_->Expect(watch_->Issue(it->second), in_graph);
+  return absl::OkStatus();
 }
 
 absl::Status NcclCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {

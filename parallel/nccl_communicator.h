@@ -15,8 +15,10 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "parallel/collective_watch.h"
@@ -54,9 +56,20 @@ class NcclCommunicator : public Communicator {
   // the work queued on `after` so far is done, and records `done` there; returns without
   // waiting. Readers make their stream wait on `done`. `before` and `after_reduce`, when set,
   // are queued right before and after the reduction (a narrower wire dtype's conversions).
+  // While `after` is being captured into a CUDA graph (Executor::ReplayAfter) nothing runs, so
+  // nothing can be watched yet: `in_graph`, an event of the caller's, marks the collective's end
+  // in the graph, and WatchLaunched watches it after each launch of the graph.
   absl::Status EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op, cudaStream_t after,
                                 cudaEvent_t done, const StreamWork& before = nullptr,
-                                const StreamWork& after_reduce = nullptr);
+                                const StreamWork& after_reduce = nullptr,
+                                cudaEvent_t in_graph = nullptr);
+  // Numbers and watches, as EnqueueAllReduce does outside a graph, the collective a launch of a
+  // CUDA graph runs: the one recorded with `in_graph`. Call it right after the launch, in the
+  // order the graph holds the collectives, as every rank does.
+  absl::Status WatchLaunched(cudaEvent_t in_graph);
+  // OK while collectives may be queued: the watch has seen no failure and has not aborted the
+  // communicator. Checked before a CUDA graph holding collectives is launched.
+  absl::Status Usable();
 
  private:
   class Probe;  // the watch's view of comm_ and stream_ (nccl_communicator.cc)
@@ -66,6 +79,8 @@ class NcclCommunicator : public Communicator {
   // and waits for it under the watch; errors name the collective and its bytes.
   absl::Status Run(absl::string_view collective, size_t bytes,
                    const std::function<absl::Status()>& launch);
+  // Under comm_mutex_: Usable.
+  absl::Status UsableLocked() const;
   // Under comm_mutex_: orders stream_ after the work queued on `after` so far.
   absl::Status Follow(cudaStream_t after);
   // Under comm_mutex_: numbers the work queued on stream_ so far as one collective, watched.
@@ -84,6 +99,8 @@ class NcclCommunicator : public Communicator {
   std::mutex comm_mutex_;
   std::unique_ptr<Probe> probe_;
   std::unique_ptr<CollectiveWatch> watch_;
+  // The labels of collectives recorded into CUDA graphs, by their in_graph event.
+  std::map<cudaEvent_t, std::string> in_graphs_;
   Tensor barrier_;  // (1) i32 on device_: Barrier is an AllReduce of it
 };
 

@@ -74,7 +74,7 @@ absl::Status InputFeed::Stage(const Tensor& images, const Tensor& labels, float 
   }
   for (const auto& [to, from] : {std::pair{slot.images, images}, std::pair{slot.labels, labels},
                                  std::pair{slot.control, slot.host_control}}) {
-    LS_RETURN_IF_ERROR(backend_.CopyAsync(to.raw_data(), device_, from.raw_data(), Device::CPU(),
+    LS_RETURN_IF_ERROR(backend_.CopyAsync(to.raw_data(), device_, from.raw_data(), from.device(),
                                           from.nbytes(), Stream::kCopy));
   }
   if (recording_) plan_.push_back({Op::On::kCopyStream, Op::Kind::kCopy, BatchName(slot.batch)});

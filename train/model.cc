@@ -19,6 +19,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Runs of a step graph before it is recorded for replay: the first uploads the kernels' tables
+// and lets the libraries initialise lazily; the second is a margin for anything done on the
+// second run only.
+constexpr int kReplayWarmupSteps = 2;
+
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -126,6 +131,11 @@ absl::Status Model::Compile() {
   LS_ASSIGN_OR_RETURN(train_, CompileStepGraph(/*updates=*/true, nullptr));
   if (options_.accumulation_steps > 1) {
     LS_ASSIGN_OR_RETURN(micro_, CompileStepGraph(/*updates=*/false, train_.executor.get()));
+  }
+  if (options_.replay_steps && options_.device.type != DeviceType::kCPU) {
+    for (StepGraph* step : {&train_, &micro_}) {
+      if (step->executor != nullptr) step->executor->ReplayAfter(kReplayWarmupSteps);
+    }
   }
   LS_RETURN_IF_ERROR(InitializeVariables());
   train_feed_ = std::make_unique<InputFeed>(options_.device, options_.normalize_images);

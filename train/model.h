@@ -54,6 +54,10 @@ struct ModelOptions {
   // the loss and the variables cross to and from the host; in training, the copy of each batch
   // overlaps the step before it (train/input_feed.h), fastest from HostBatchAllocator's memory.
   Device device = Device::CPU();
+  // Training steps launched as one recorded piece of work each (a CUDA graph) after two warm-up
+  // steps, where the device can record them (Executor::ReplayAfter); the CPU runs kernel by
+  // kernel anyway.
+  bool replay_steps = true;
   // Set: batches bring their images as uint8 (N, H, W, C), as decoded, and the device
   // normalizes them into the graphs' float32 (N, C, H, W) input (Backend::NormalizeImages): the
   // copy to a GPU carries a quarter of the bytes and the host does no float work. The data set

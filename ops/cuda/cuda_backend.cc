@@ -1,6 +1,6 @@
 // The CUDA backend: memory from the caching allocator, page-locked host memory, a non-blocking
 // compute stream and copy stream per device, copies and fills queued on them, events and event
-// timers. Besides plain it has the NHWC layout of
+// timers, and CUDA graphs captured from the compute stream. Besides plain it has the NHWC layout of
 // 16-bit activations and convolution weights (cuda_layouts.h), reordered by the "Reorder" op
 // between kernels and on the host for the executor's plain copies.
 
@@ -75,6 +75,16 @@ class CudaEvent : public DeviceEvent {
 
 cudaEvent_t EventOf(DeviceEvent& event) { return static_cast<CudaEvent&>(event).event; }
 
+class CudaGraph : public CapturedWork {
+ public:
+  ~CudaGraph() override {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+  }
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+};
+
 class CudaBackend : public Backend {
  public:
   std::string name() const override { return "cuda"; }
@@ -136,6 +146,32 @@ class CudaBackend : public Backend {
   }
   absl::Status HostWait(DeviceEvent& event) override {
     CUDA_RETURN_IF_ERROR(cudaEventSynchronize(EventOf(event)));
+    return absl::OkStatus();
+  }
+
+  // Thread-local capture: the pipeline's and the collective watch's threads go on using CUDA
+  // while the executor's thread records.
+  absl::Status BeginCapture(int index) override {
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+    CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::unique_ptr<CapturedWork>> EndCapture(int index) override {
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
+    auto work = std::make_unique<CudaGraph>();
+    // Ends the capture even where a call inside it failed and invalidated it; that call's error
+    // is not left behind for the next launch's check.
+    const cudaError_t ended = cudaStreamEndCapture(stream, &work->graph);
+    cudaGetLastError();
+    CUDA_RETURN_IF_ERROR(ended);
+    CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&work->exec, work->graph, 0));
+    return work;
+  }
+  absl::Status Launch(CapturedWork& work, int index) override {
+    LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+    CUDA_RETURN_IF_ERROR(cudaGraphLaunch(static_cast<CudaGraph&>(work).exec, stream));
     return absl::OkStatus();
   }
 

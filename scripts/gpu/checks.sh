@@ -62,13 +62,17 @@ bench() {
       --batch "$batch" --classes 1000 --steps 30 --warmup 10
     step "torch_b$batch" python3 /tmp/lockstep/torch_resnet_gpu.py "$batch" 30 tf32 nchw
   done
+  # The steps above are CUDA graph launches from the third on; this one goes kernel by kernel.
+  step lockstep_b128_no_graph lockstep-bench-resnet --device cuda --model resnet50 --size 224 \
+    --batch 128 --classes 1000 --steps 30 --warmup 10 --cuda-graph off
   step lockstep_profile lockstep-bench-resnet --device cuda --model resnet50 --size 224 \
     --batch 128 --classes 1000 --steps 10 --warmup 3 --profile
 }
 
 # GPUs at scale: the NCCL communicator's watch (collectives retired; one stalled behind a kernel
-# that never ends times out, aborts the communicator and reports), then training through the
-# watched communicator.
+# that never ends times out, aborts the communicator and reports; the same for one inside a CUDA
+# graph, watched at each launch), then training through the watched communicator (a step that
+# cannot be launched as a CUDA graph says why in the log).
 scale() {
   step nccl_watch parallel_cuda_test
   local data=/tmp/sample

@@ -1,6 +1,7 @@
 // Whole training steps on CUDA: against the CPU (loss, every gradient, the running statistics),
 // data parallel over NCCL in a world of one against stand-alone CUDA training (bit for bit),
-// pipelined training from page-locked batches against one step at a time (bit for bit), and
+// pipelined training from page-locked batches against one step at a time and steps launched as
+// CUDA graphs against kernel by kernel (bit for bit), and
 // variables moving between a CPU and a CUDA model (how a checkpoint crosses devices). Skipped
 // where no GPU is present.
 
@@ -169,6 +170,36 @@ TEST(CudaTrainingTest, PipelinedTrainingFromPinnedBatchesEqualsOneStepAtATime) {
   for (const ParameterSpec& spec : stepped.parameters()) {
     const Tensor a = *stepped.Variable(spec.name), b = *pipelined.Variable(spec.name);
     EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()), 0) << spec.name;
+  }
+}
+
+// From the third step on, a step is one CUDA graph launch (Executor::ReplayAfter), the NCCL
+// AllReduce of data parallel included; training comes out bit for bit as kernel by kernel.
+TEST(CudaTrainingTest, StepsLaunchedAsOneCudaGraphTrainBitForBitAsKernelByKernel) {
+  LS_SKIP_WITHOUT_GPU();
+  Model replayed = ModelOn(Device::CUDA(0), {.model = "resnet8"});
+  ModelOptions off = replayed.options();
+  off.replay_steps = false;
+  Model kernels(*models::ModelByName("resnet8", kClasses), SoftmaxCrossEntropy(),
+                Momentum{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4}, off);
+  Model parallel =
+      ModelOn(Device::CUDA(0), {.model = "resnet8", .mode = parallel::ParallelMode::kDataParallel});
+  for (int step = 0; step < 6; ++step) {
+    const Batch batch = RandomBatch(300 + step);
+    absl::StatusOr<double> a = replayed.TrainStep(batch), b = kernels.TrainStep(batch);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    EXPECT_EQ(*a, *b) << "step " << step;
+    ASSERT_TRUE(parallel.TrainStep(batch).ok());
+  }
+  EXPECT_TRUE(replayed.train_executor()->replaying());
+  EXPECT_FALSE(kernels.train_executor()->replaying());
+  EXPECT_TRUE(parallel.train_executor()->replaying());
+  for (const ParameterSpec& spec : kernels.parameters()) {
+    const Tensor want = *kernels.Variable(spec.name);
+    for (const Model* model : {&replayed, &parallel}) {
+      const Tensor got = *model->Variable(spec.name);
+      EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), want.nbytes()), 0) << spec.name;
+    }
   }
 }
 

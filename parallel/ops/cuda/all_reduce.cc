@@ -4,7 +4,8 @@
 // and the executor's Wait, before the bucket's first reader (its optimizer update), makes the
 // compute stream wait on the reduction's event. The host never blocks inside a step. A bucket
 // with a narrower wire dtype is converted into it and back on the communicator's stream, around
-// the reduction (wire_bucket.h).
+// the reduction (wire_bucket.h). A step recorded as a CUDA graph (Executor::ReplayAfter) holds
+// the reduction too; each launch of it has the communicator watch the collective again.
 
 #include <algorithm>
 
@@ -29,6 +30,13 @@ absl::Status ConvertOnDevice(const Tensor& from, const Tensor& to, void* stream)
   return absl::OkStatus();
 }
 
+// Whether work queued on `stream` is being recorded into a CUDA graph.
+absl::StatusOr<bool> Capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &status));
+  return status == cudaStreamCaptureStatusActive;
+}
+
 class NcclAllReduceKernel : public Kernel {
  public:
   NcclAllReduceKernel(const Node& node, const Span& span, std::unique_ptr<WireBucket> wire,
@@ -44,10 +52,21 @@ class NcclAllReduceKernel : public Kernel {
         overlap && std::none_of(node.inputs.begin(), node.inputs.end(),
                                 [](const Value* v) { return v->alloc.region == Region::kArena; });
   }
-  ~NcclAllReduceKernel() override { cudaEventDestroy(done_); }
+  ~NcclAllReduceKernel() override {
+    cudaEventDestroy(done_);
+    if (in_graph_ != nullptr) cudaEventDestroy(in_graph_);
+  }
 
   bool asynchronous() const override { return asynchronous_; }
   bool communicates() const override { return true; }
+  bool replayable() const override { return true; }
+  absl::Status BeforeLaunch() override { return communicator_->Usable(); }
+  absl::Status AfterLaunch() override {
+    if (in_graph_ == nullptr) {
+      return absl::InternalError("a step launched without its AllReduce recorded");
+    }
+    return communicator_->WatchLaunched(in_graph_);
+  }
 
   absl::Status Run(const KernelIO& io) override {
     if (tensors_.empty()) {
@@ -55,13 +74,20 @@ class NcclAllReduceKernel : public Kernel {
       if (wire_ != nullptr) wire_->Bind(tensors_);
     }
     compute_ = static_cast<cudaStream_t>(io.stream);
+    LS_ASSIGN_OR_RETURN(const bool capturing, Capturing(compute_));
+    if (capturing && in_graph_ == nullptr) {
+      CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&in_graph_, cudaEventDisableTiming));
+    }
+    cudaEvent_t in_graph = capturing ? in_graph_ : nullptr;
     if (wire_ == nullptr) {
-      LS_RETURN_IF_ERROR(communicator_->EnqueueAllReduce(tensors_, op_, compute_, done_));
+      LS_RETURN_IF_ERROR(communicator_->EnqueueAllReduce(tensors_, op_, compute_, done_, nullptr,
+                                                         nullptr, in_graph));
     } else {
       LS_RETURN_IF_ERROR(communicator_->EnqueueAllReduce(
           {wire_->wire()}, op_, compute_, done_,
           [this](cudaStream_t stream) { return wire_->ToWire(ConvertOnDevice, stream); },
-          [this](cudaStream_t stream) { return wire_->FromWire(ConvertOnDevice, stream); }));
+          [this](cudaStream_t stream) { return wire_->FromWire(ConvertOnDevice, stream); },
+          in_graph));
     }
     return asynchronous_ ? absl::OkStatus() : Wait();
   }
@@ -78,6 +104,7 @@ class NcclAllReduceKernel : public Kernel {
   Span span_;
   std::unique_ptr<WireBucket> wire_;  // null: reduced in the gradients' dtype
   cudaEvent_t done_;
+  cudaEvent_t in_graph_ = nullptr;  // marks the reduction's end in the recorded step
   bool asynchronous_ = false;
   cudaStream_t compute_ = nullptr;
   std::vector<Tensor> tensors_;
