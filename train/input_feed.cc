@@ -77,7 +77,7 @@ absl::Status InputFeed::Stage(const Tensor& images, const Tensor& labels, float 
     LS_RETURN_IF_ERROR(backend_.CopyAsync(to.raw_data(), device_, from.raw_data(), from.device(),
                                           from.nbytes(), Stream::kCopy));
   }
-  if (recording_) plan_.push_back({Op::On::kCopyStream, Op::Kind::kCopy, BatchName(slot.batch)});
+  Note(Op::On::kCopyStream, Op::Kind::kCopy, BatchName(slot.batch));
   return Record(Stream::kCopy, *slot.copied, BatchName(slot.batch) + " copied");
 }
 
@@ -120,7 +120,7 @@ absl::StatusOr<int64_t> InputFeed::Feed(const Tensor& images, const Tensor& labe
   }
   LS_RETURN_IF_ERROR(Write(slot.labels, labels));
   if (control.defined()) LS_RETURN_IF_ERROR(Write(slot.control, control));
-  if (recording_) plan_.push_back({Op::On::kComputeStream, Op::Kind::kFeed, name});
+  Note(Op::On::kComputeStream, Op::Kind::kFeed, name);
   LS_RETURN_IF_ERROR(Record(Stream::kCompute, *slot.fed, name + " fed"));
   return fed_++;
 }

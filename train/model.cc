@@ -261,15 +261,14 @@ absl::Status Model::CheckBatch(const Batch& batch, bool training) const {
 
 absl::Status Model::StageTrainBatch(const Batch& batch) {
   LS_RETURN_IF_ERROR(CheckBatch(batch, /*training=*/true));
-  const float control = micro_step_ + 1 == options_.accumulation_steps
-                            ? static_cast<float>(optimizer_.lr(global_step_))
+  const float control = NextStepUpdates()  ? static_cast<float>(optimizer_.lr(global_step_))
                         : micro_step_ == 0 ? 0.0f
                                            : 1.0f;
   return train_feed_->Stage(batch.images, batch.labels, control);
 }
 
 absl::Status Model::QueueTrainStep() {
-  const bool updates = micro_step_ + 1 == options_.accumulation_steps;
+  const bool updates = NextStepUpdates();
   StepGraph& step = updates ? train_ : micro_;
   LS_ASSIGN_OR_RETURN(queued_batch_, train_feed_->Feed(step.images, step.labels, step.control));
   LS_RETURN_IF_ERROR(step.executor->Run());

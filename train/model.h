@@ -167,6 +167,8 @@ class Model {
   // after the last one queued; queuing runs the graph on the oldest staged batch; finishing
   // waits for the queued step and returns its loss.
   absl::Status StageTrainBatch(const Batch& batch);
+  // Whether the next step queued ends a gradient accumulation and updates the parameters.
+  bool NextStepUpdates() const { return micro_step_ + 1 == options_.accumulation_steps; }
   absl::Status QueueTrainStep();
   absl::StatusOr<double> FinishTrainStep();
   absl::StatusOr<Executor*> EvalExecutor(int64_t batch_size);
