@@ -1,3 +1,7 @@
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
 #include "ops/batch_norm_math.h"
 #include "ops/cuda/batch_norm_kernels.h"
 #include "ops/cuda/device_util.cuh"
@@ -47,57 +51,115 @@ struct ApplyMaskFn {
   }
 };
 
-constexpr int kTileChannels = 32;  // one warp across 32 consecutive channels: coalesced rows
-constexpr int kRowLanes = 8;       // warps per block, each on every 8th row of the chunk
+constexpr int kTileLanes = 32;  // one warp across 32 consecutive channel packs: coalesced rows
+constexpr int kRowLanes = 8;    // warps per block, each on every 8th row of the chunk
+
+// V consecutive channels of one row, read or written as one access (PyTorch's aligned_vector):
+// at V = 2 a warp covers 64 channels, a whole 128-byte line of 16-bit data per load, where one
+// element a thread left half of each line for another load and fewer bytes in flight. The
+// launchers check that every pointer is aligned to a pack.
+template <typename E, int V>
+struct alignas(sizeof(E) * V) Pack {
+  E at[V];
+};
+
+// The unsigned integer as wide as a pack, which moves it in one access (a pack of 16-bit
+// floats, whose assignment is elementwise, would be stored one element at a time).
+template <size_t kBytes>
+using WordOf = std::conditional_t<
+    kBytes == 1, uint8_t,
+    std::conditional_t<kBytes == 2, uint16_t, std::conditional_t<kBytes == 4, uint32_t, uint64_t>>>;
+
+template <int V, typename E>
+__device__ inline Pack<E, V> LoadPack(const E* data, int64_t i) {
+  using Word = WordOf<sizeof(Pack<E, V>)>;
+  const Word word = *reinterpret_cast<const Word*>(data + i);
+  Pack<E, V> pack;
+  memcpy(&pack, &word, sizeof(word));
+  return pack;
+}
+
+template <int V, typename E>
+__device__ inline void StorePack(E* data, int64_t i, const Pack<E, V>& pack) {
+  using Word = WordOf<sizeof(Pack<E, V>)>;
+  Word word;
+  memcpy(&word, &pack, sizeof(word));
+  *reinterpret_cast<Word*>(data + i) = word;
+}
+
+// The first of the V channels of this thread's pack.
+__device__ inline int64_t FirstChannel(int v) {
+  return (static_cast<int64_t>(blockIdx.x) * kTileLanes + threadIdx.x) * v;
+}
 
 // Per channel and chunk of rows: the sums of x and x^2 (kGrad false), or of dy' and
-// dy' * (x - mean) with dy' the masked dy (kGrad true). Block (32, 8), grid (tiles, chunks).
-template <typename T, bool kGrad>
+// dy' * (x - mean) with dy' the masked dy (kGrad true). Block (32, 8), grid (tiles, chunks). Each
+// channel's rows are summed in the same order whatever V is.
+template <typename T, bool kGrad, int V>
 __global__ void ChannelSumsKernel(const T* x, const T* dy, const uint8_t* mask, const float* mean,
                                   int64_t rows, int64_t channels, int64_t rows_per_chunk,
                                   ChannelPartials partials) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kTileChannels + threadIdx.x;
+  const int64_t c0 = FirstChannel(V);
   const int64_t begin = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
   const int64_t end = min(rows, begin + rows_per_chunk);
-  float first = 0.0f, second = 0.0f;
-  if (c < channels) {
-    const float m = kGrad ? mean[c] : 0.0f;
+  float first[V] = {}, second[V] = {};
+  if (c0 < channels) {
+    float m[V] = {};
+    if constexpr (kGrad) {
+      for (int k = 0; k < V; ++k) m[k] = mean[c0 + k];
+    }
+#pragma unroll 4
     for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes) {
-      const int64_t i = r * channels + c;
-      const float value = ToF32(x[i]);
+      const int64_t i = r * channels + c0;
+      const Pack<T, V> xs = LoadPack<V>(x, i);
       if constexpr (kGrad) {
-        float g = ToF32(dy[i]);
-        if (mask != nullptr) g = math::Masked(g, mask[i]);
-        first += g;
-        second += g * (value - m);
+        const Pack<T, V> gs = LoadPack<V>(dy, i);
+        const Pack<uint8_t, V> keep = mask != nullptr ? LoadPack<V>(mask, i) : Pack<uint8_t, V>{};
+        for (int k = 0; k < V; ++k) {
+          float g = ToF32(gs.at[k]);
+          if (mask != nullptr) g = math::Masked(g, keep.at[k]);
+          first[k] += g;
+          second[k] += g * (ToF32(xs.at[k]) - m[k]);
+        }
       } else {
-        first += value;
-        second += value * value;
+        for (int k = 0; k < V; ++k) {
+          const float value = ToF32(xs.at[k]);
+          first[k] += value;
+          second[k] += value * value;
+        }
       }
     }
   }
-  __shared__ float firsts[kRowLanes][kTileChannels];
-  __shared__ float seconds[kRowLanes][kTileChannels];
-  firsts[threadIdx.y][threadIdx.x] = first;
-  seconds[threadIdx.y][threadIdx.x] = second;
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= channels) return;
-  double total_first = 0.0, total_second = 0.0;
-  for (int lane = 0; lane < kRowLanes; ++lane) {
-    total_first += firsts[lane][threadIdx.x];
-    total_second += seconds[lane][threadIdx.x];
+  __shared__ float firsts[kRowLanes][kTileLanes * V];
+  __shared__ float seconds[kRowLanes][kTileLanes * V];
+  for (int k = 0; k < V; ++k) {
+    firsts[threadIdx.y][threadIdx.x * V + k] = first[k];
+    seconds[threadIdx.y][threadIdx.x * V + k] = second[k];
   }
-  partials.first[blockIdx.y * channels + c] = total_first;
-  partials.second[blockIdx.y * channels + c] = total_second;
+  __syncthreads();
+  if (threadIdx.y != 0 || c0 >= channels) return;
+  for (int k = 0; k < V; ++k) {
+    double total_first = 0.0, total_second = 0.0;
+    for (int lane = 0; lane < kRowLanes; ++lane) {
+      total_first += firsts[lane][threadIdx.x * V + k];
+      total_second += seconds[lane][threadIdx.x * V + k];
+    }
+    partials.first[blockIdx.y * channels + c0 + k] = total_first;
+    partials.second[blockIdx.y * channels + c0 + k] = total_second;
+  }
 }
 
-template <typename T, bool kGrad>
+int64_t Tiles(int64_t channels, int v) {
+  return (channels + kTileLanes * v - 1) / (kTileLanes * v);
+}
+
+template <typename T, bool kGrad, int V>
 cudaError_t LaunchChannelSums(const T* x, const T* dy, const uint8_t* mask, const float* mean,
                               int64_t rows, int64_t channels, const ChannelPartials& partials,
                               cudaStream_t stream) {
   const int64_t rows_per_chunk = (rows + partials.chunks - 1) / partials.chunks;
-  const dim3 grid((channels + kTileChannels - 1) / kTileChannels, partials.chunks);
-  ChannelSumsKernel<T, kGrad><<<grid, dim3(kTileChannels, kRowLanes), 0, stream>>>(
+  const dim3 grid(Tiles(channels, V), partials.chunks);
+  ChannelSumsKernel<T, kGrad, V><<<grid, dim3(kTileLanes, kRowLanes), 0, stream>>>(
       x, dy, mask, mean, rows, channels, rows_per_chunk, partials);
   return cudaGetLastError();
 }
@@ -134,31 +196,43 @@ struct ForwardStatisticsFn {
   }
 };
 
-// The element-wise passes over (rows, C) data: block (32, 8) on 32 channels, each thread on one
-// channel and every (8 * gridDim.y)-th row, so that its channel's values load once and no
-// index is divided; about 4096 blocks in all.
-dim3 ChannelRowsGrid(int64_t rows, int64_t channels) {
-  const int64_t tiles = (channels + kTileChannels - 1) / kTileChannels;
+// The element-wise passes over (rows, C) data: block (32, 8) on 32 channel packs, each thread on
+// one pack and every (8 * gridDim.y)-th row, so that its channels' values load once and no index
+// is divided; about 4096 blocks in all.
+dim3 ChannelRowsGrid(int64_t rows, int64_t channels, int v) {
+  const int64_t tiles = Tiles(channels, v);
   const int64_t wanted = tiles >= 4096 ? 1 : 4096 / tiles;
   const int64_t most = (rows + kRowLanes - 1) / kRowLanes;
   return dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(wanted < most ? wanted : most));
 }
 
-template <typename T>
+template <typename T, int V>
 __global__ void NormalizeKernel(const T* x, int64_t rows, int64_t channels, const float* scale,
                                 const float* shift, T* y, uint8_t* mask) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kTileChannels + threadIdx.x;
-  if (c >= channels) return;
-  const float a = scale[c], b = shift[c];
+  const int64_t c0 = FirstChannel(V);
+  if (c0 >= channels) return;
+  float a[V], b[V];
+  for (int k = 0; k < V; ++k) {
+    a[k] = scale[c0 + k];
+    b[k] = shift[c0 + k];
+  }
+#pragma unroll 4
   for (int64_t r = static_cast<int64_t>(blockIdx.y) * kRowLanes + threadIdx.y; r < rows;
        r += static_cast<int64_t>(gridDim.y) * kRowLanes) {
-    const int64_t i = r * channels + c;
-    float value = ToF32(x[i]) * a + b;
-    if (mask != nullptr) {
-      mask[i] = math::ReluMask(value);
-      value = math::Masked(value, mask[i]);
+    const int64_t i = r * channels + c0;
+    const Pack<T, V> xs = LoadPack<V>(x, i);
+    Pack<T, V> ys;
+    Pack<uint8_t, V> keep;
+    for (int k = 0; k < V; ++k) {
+      float value = ToF32(xs.at[k]) * a[k] + b[k];
+      if (mask != nullptr) {
+        keep.at[k] = math::ReluMask(value);
+        value = math::Masked(value, keep.at[k]);
+      }
+      ys.at[k] = FromF32<T>(value);
     }
-    y[i] = FromF32<T>(value);
+    StorePack<V>(y, i, ys);
+    if (mask != nullptr) StorePack<V>(mask, i, keep);
   }
 }
 
@@ -181,21 +255,77 @@ struct BackwardStatisticsFn {
   }
 };
 
-template <typename T>
+template <typename T, int V>
 __global__ void InputGradKernel(const T* x, const T* dy, const uint8_t* mask, int64_t rows,
                                 int64_t channels, NormBackwardVectors v, T* dx) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kTileChannels + threadIdx.x;
-  if (c >= channels) return;
-  const float mean = v.saved_mean[c], inv_std = v.inv_std[c], gamma_inv_std = v.gamma_inv_std[c],
-              mean_dy = v.mean_dy[c], mean_dy_x_hat = v.mean_dy_x_hat[c];
+  const int64_t c0 = FirstChannel(V);
+  if (c0 >= channels) return;
+  float mean[V], inv_std[V], gamma_inv_std[V], mean_dy[V], mean_dy_x_hat[V];
+  for (int k = 0; k < V; ++k) {
+    mean[k] = v.saved_mean[c0 + k];
+    inv_std[k] = v.inv_std[c0 + k];
+    gamma_inv_std[k] = v.gamma_inv_std[c0 + k];
+    mean_dy[k] = v.mean_dy[c0 + k];
+    mean_dy_x_hat[k] = v.mean_dy_x_hat[c0 + k];
+  }
+#pragma unroll 4
   for (int64_t r = static_cast<int64_t>(blockIdx.y) * kRowLanes + threadIdx.y; r < rows;
        r += static_cast<int64_t>(gridDim.y) * kRowLanes) {
-    const int64_t i = r * channels + c;
-    float g = ToF32(dy[i]);
-    if (mask != nullptr) g = math::Masked(g, mask[i]);
-    const float x_hat = (ToF32(x[i]) - mean) * inv_std;
-    dx[i] = FromF32<T>(math::NormInputGrad(g, x_hat, gamma_inv_std, mean_dy, mean_dy_x_hat));
+    const int64_t i = r * channels + c0;
+    const Pack<T, V> xs = LoadPack<V>(x, i);
+    const Pack<T, V> gs = LoadPack<V>(dy, i);
+    const Pack<uint8_t, V> keep = mask != nullptr ? LoadPack<V>(mask, i) : Pack<uint8_t, V>{};
+    Pack<T, V> dxs;
+    for (int k = 0; k < V; ++k) {
+      float g = ToF32(gs.at[k]);
+      if (mask != nullptr) g = math::Masked(g, keep.at[k]);
+      const float x_hat = (ToF32(xs.at[k]) - mean[k]) * inv_std[k];
+      dxs.at[k] =
+          FromF32<T>(math::NormInputGrad(g, x_hat, gamma_inv_std[k], mean_dy[k], mean_dy_x_hat[k]));
+    }
+    StorePack<V>(dx, i, dxs);
   }
+}
+
+template <typename T, int V>
+cudaError_t NhwcBatchNorm(const T* x, int64_t rows, int64_t channels, float momentum, float epsilon,
+                          const NormForwardVectors& v, const ChannelPartials& partials, T* y,
+                          uint8_t* mask, cudaStream_t stream) {
+  cudaError_t status = LaunchChannelSums<T, false, V>(x, nullptr, nullptr, nullptr, rows, channels,
+                                                      partials, stream);
+  if (status != cudaSuccess) return status;
+  status = ForEachIndex(
+      channels, stream,
+      ForwardStatisticsFn{partials, channels, static_cast<double>(rows), momentum, epsilon, v});
+  if (status != cudaSuccess) return status;
+  NormalizeKernel<T, V>
+      <<<ChannelRowsGrid(rows, channels, V), dim3(kTileLanes, kRowLanes), 0, stream>>>(
+          x, rows, channels, v.scale, v.shift, y, mask);
+  return cudaGetLastError();
+}
+
+template <typename T, int V>
+cudaError_t NhwcBatchNormGrad(const T* x, const T* dy, const uint8_t* mask, int64_t rows,
+                              int64_t channels, float epsilon, const NormBackwardVectors& v,
+                              const ChannelPartials& partials, T* dx, cudaStream_t stream) {
+  cudaError_t status =
+      LaunchChannelSums<T, true, V>(x, dy, mask, v.saved_mean, rows, channels, partials, stream);
+  if (status != cudaSuccess) return status;
+  status =
+      ForEachIndex(channels, stream,
+                   BackwardStatisticsFn{partials, channels, static_cast<double>(rows), epsilon, v});
+  if (status != cudaSuccess) return status;
+  InputGradKernel<T, V>
+      <<<ChannelRowsGrid(rows, channels, V), dim3(kTileLanes, kRowLanes), 0, stream>>>(
+          x, dy, mask, rows, channels, v, dx);
+  return cudaGetLastError();
+}
+
+// Pairs of channels where the channel count is even and every pointer (null ones aside) is
+// aligned to a pair of its elements; else one channel a thread.
+template <typename... E>
+bool PairsFit(int64_t channels, const E*... data) {
+  return channels % 2 == 0 && ((reinterpret_cast<uintptr_t>(data) % (2 * sizeof(E)) == 0) && ...);
 }
 
 }  // namespace
@@ -232,34 +362,21 @@ cudaError_t LaunchNhwcBatchNorm(const T* x, int64_t rows, int64_t channels, floa
                                 float epsilon, const NormForwardVectors& v,
                                 const ChannelPartials& partials, T* y, uint8_t* mask,
                                 cudaStream_t stream) {
-  cudaError_t status =
-      LaunchChannelSums<T, false>(x, nullptr, nullptr, nullptr, rows, channels, partials, stream);
-  if (status != cudaSuccess) return status;
-  status = ForEachIndex(
-      channels, stream,
-      ForwardStatisticsFn{partials, channels, static_cast<double>(rows), momentum, epsilon, v});
-  if (status != cudaSuccess) return status;
-  NormalizeKernel<T>
-      <<<ChannelRowsGrid(rows, channels), dim3(kTileChannels, kRowLanes), 0, stream>>>(
-          x, rows, channels, v.scale, v.shift, y, mask);
-  return cudaGetLastError();
+  return PairsFit(channels, x, y, mask) ? NhwcBatchNorm<T, 2>(x, rows, channels, momentum, epsilon,
+                                                              v, partials, y, mask, stream)
+                                        : NhwcBatchNorm<T, 1>(x, rows, channels, momentum, epsilon,
+                                                              v, partials, y, mask, stream);
 }
 
 template <typename T>
 cudaError_t LaunchNhwcBatchNormGrad(const T* x, const T* dy, const uint8_t* mask, int64_t rows,
                                     int64_t channels, float epsilon, const NormBackwardVectors& v,
                                     const ChannelPartials& partials, T* dx, cudaStream_t stream) {
-  cudaError_t status =
-      LaunchChannelSums<T, true>(x, dy, mask, v.saved_mean, rows, channels, partials, stream);
-  if (status != cudaSuccess) return status;
-  status =
-      ForEachIndex(channels, stream,
-                   BackwardStatisticsFn{partials, channels, static_cast<double>(rows), epsilon, v});
-  if (status != cudaSuccess) return status;
-  InputGradKernel<T>
-      <<<ChannelRowsGrid(rows, channels), dim3(kTileChannels, kRowLanes), 0, stream>>>(
-          x, dy, mask, rows, channels, v, dx);
-  return cudaGetLastError();
+  return PairsFit(channels, x, dy, mask, static_cast<const T*>(dx))
+             ? NhwcBatchNormGrad<T, 2>(x, dy, mask, rows, channels, epsilon, v, partials, dx,
+                                       stream)
+             : NhwcBatchNormGrad<T, 1>(x, dy, mask, rows, channels, epsilon, v, partials, dx,
+                                       stream);
 }
 
 #define LS_INSTANTIATE_NHWC(T)                                                                    \

@@ -27,17 +27,18 @@ cudaError_t LaunchApplyMask(const T* dy, const uint8_t* mask, int64_t n, T* mask
                             cudaStream_t stream);
 
 // Channels-last batch norm: x is (rows, C), rows = N * H * W, channels the fastest dimension.
-// Each channel's sums are taken per chunk of rows (one block per 32 channels and chunk, in
-// float), combined in double in a fixed order (deterministic), then applied element-wise with
-// the shared math of ops/batch_norm_math.h.
+// Each channel's sums are taken per chunk of rows (one block per 32 pairs of channels, or 32
+// channels where the count is odd, and chunk, in float), combined in double in a fixed order
+// (deterministic), then applied element-wise with the shared math of ops/batch_norm_math.h.
 struct ChannelPartials {
   double* first;   // (chunks, C): sum of x, or of dy
   double* second;  // (chunks, C): sum of x^2, or of dy * (x - mean)
   int64_t chunks;
 };
-// How many chunks of rows the sums use: about 1024 blocks in all, each with at least 128 rows.
+// How many chunks of rows the sums use: about 1024 blocks of 64 channels in all, each with at
+// least 128 rows.
 inline int64_t ChannelChunks(int64_t rows, int64_t channels) {
-  const int64_t tiles = (channels + 31) / 32;
+  const int64_t tiles = (channels + 63) / 64;
   const int64_t wanted = tiles >= 1024 ? 1 : 1024 / tiles;
   const int64_t most = (rows + 127) / 128;
   return wanted < most ? wanted : (most > 0 ? most : 1);

@@ -262,9 +262,11 @@ std::vector<LowInput> NormGradInputs(const Shape& x, bool low_params) {
 
 TEST(LowPrecisionCudaTest, BatchNormWithFloatOrLowParameters) {
   LS_SKIP_WITHOUT_GPU();
-  // One channel tile and two chunks of rows; two tiles, the second partial, and several chunks;
-  // (N, C) data.
-  for (const Shape& x : {Shape{4, 8, 6, 6}, Shape{8, 40, 7, 9}, Shape{96, 40}}) {
+  // Channels-last kernels take pairs of channels (a tile is 32 pairs) where the count is even:
+  // one tile and two chunks of rows; one partial tile and several chunks; three tiles, the last
+  // one pair; (N, C) data; an odd count, one channel a thread.
+  for (const Shape& x : {Shape{4, 8, 6, 6}, Shape{8, 40, 7, 9}, Shape{2, 130, 3, 5}, Shape{96, 40},
+                         Shape{6, 7, 5, 3}}) {
     SCOPED_TRACE(ShapeToString(x));
     for (DType dtype : kLowDTypes) {
       for (bool low_params : {false, true}) {
@@ -280,11 +282,14 @@ TEST(LowPrecisionCudaTest, BatchNormWithFloatOrLowParameters) {
 
 TEST(LowPrecisionCudaTest, BatchNormReluPair) {
   LS_SKIP_WITHOUT_GPU();
-  const Shape x = {4, 8, 5, 5};
-  for (DType dtype : kLowDTypes) {
-    std::vector<LowInput> inputs = NormInputs(x, false);
-    inputs.push_back(Low("dy", x));
-    ExpectLowMatches(dtype, inputs, BatchNormReluPair, 2.0);
+  // The ReLU's mask bytes in pairs of channels, and one at a time.
+  for (const Shape& x : {Shape{4, 8, 5, 5}, Shape{4, 7, 5, 5}}) {
+    SCOPED_TRACE(ShapeToString(x));
+    for (DType dtype : kLowDTypes) {
+      std::vector<LowInput> inputs = NormInputs(x, false);
+      inputs.push_back(Low("dy", x));
+      ExpectLowMatches(dtype, inputs, BatchNormReluPair, 2.0);
+    }
   }
 }
 
