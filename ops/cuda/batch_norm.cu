@@ -1,6 +1,4 @@
 #include <cstdint>
-#include <cstring>
-#include <type_traits>
 
 #include "ops/batch_norm_math.h"
 #include "ops/cuda/batch_norm_kernels.h"
@@ -54,43 +52,14 @@ struct ApplyMaskFn {
 constexpr int kTileLanes = 32;  // one warp across 32 consecutive channel packs: coalesced rows
 constexpr int kRowLanes = 8;    // warps per block, each on every 8th row of the chunk
 
-// V consecutive channels of one row, read or written as one access (PyTorch's aligned_vector):
-// at V = 2 a warp covers 64 channels, a whole 128-byte line of 16-bit data per load, where one
-// element a thread left half of each line for another load and fewer bytes in flight. The
-// launchers check that every pointer is aligned to a pack.
-template <typename E, int V>
-struct alignas(sizeof(E) * V) Pack {
-  E at[V];
-};
-
-// The unsigned integer as wide as a pack, which moves it in one access (a pack of 16-bit
-// floats, whose assignment is elementwise, would be stored one element at a time).
-template <size_t kBytes>
-using WordOf = std::conditional_t<
-    kBytes == 1, uint8_t,
-    std::conditional_t<kBytes == 2, uint16_t, std::conditional_t<kBytes == 4, uint32_t, uint64_t>>>;
-
-template <int V, typename E>
-__device__ inline Pack<E, V> LoadPack(const E* data, int64_t i) {
-  using Word = WordOf<sizeof(Pack<E, V>)>;
-  const Word word = *reinterpret_cast<const Word*>(data + i);
-  Pack<E, V> pack;
-  memcpy(&pack, &word, sizeof(word));
-  return pack;
-}
-
-template <int V, typename E>
-__device__ inline void StorePack(E* data, int64_t i, const Pack<E, V>& pack) {
-  using Word = WordOf<sizeof(Pack<E, V>)>;
-  Word word;
-  memcpy(&word, &pack, sizeof(word));
-  *reinterpret_cast<Word*>(data + i) = word;
-}
-
 // The first of the V channels of this thread's pack.
 __device__ inline int64_t FirstChannel(int v) {
   return (static_cast<int64_t>(blockIdx.x) * kTileLanes + threadIdx.x) * v;
 }
+
+// Each thread takes V consecutive channels of a row (Pack): at V = 2 a warp reads 64 channels, a
+// whole 128-byte line of 16-bit data per load, where one channel a thread left half of each line
+// for another load and fewer bytes in flight.
 
 // Per channel and chunk of rows: the sums of x and x^2 (kGrad false), or of dy' and
 // dy' * (x - mean) with dy' the masked dy (kGrad true). Block (32, 8), grid (tiles, chunks). Each
@@ -321,11 +290,11 @@ cudaError_t NhwcBatchNormGrad(const T* x, const T* dy, const uint8_t* mask, int6
   return cudaGetLastError();
 }
 
-// Pairs of channels where the channel count is even and every pointer (null ones aside) is
-// aligned to a pair of its elements; else one channel a thread.
+// Pairs of channels where the channel count is even and every pointer allows pair accesses;
+// else one channel a thread.
 template <typename... E>
 bool PairsFit(int64_t channels, const E*... data) {
-  return channels % 2 == 0 && ((reinterpret_cast<uintptr_t>(data) % (2 * sizeof(E)) == 0) && ...);
+  return channels % 2 == 0 && PacksFit<2>(data...);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 #pragma once
 
-// Device-side building blocks of the own kernels: a grid-stride loop over indices and a
-// block-wide reduction in a fixed order. Include from .cu files only.
+// Device-side building blocks of the own kernels: grid-stride loops over indices or packs of
+// consecutive elements, and a block-wide reduction in a fixed order. Include from .cu files only.
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "ops/cuda/launch.h"
 
@@ -25,6 +27,70 @@ template <typename Fn>
 cudaError_t ForEachIndex(int64_t n, cudaStream_t stream, Fn fn) {
   if (n == 0) return cudaSuccess;
   ForEachIndexKernel<<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(n, fn);
+  return cudaGetLastError();
+}
+
+// V consecutive elements read or written as one access (PyTorch's aligned_vector): 16-bit data
+// one element a thread leave each warp's loads half a 128-byte line, and too few bytes in flight
+// to reach the memory's bandwidth.
+template <typename E, int V>
+struct alignas(sizeof(E) * V) Pack {
+  E at[V];
+};
+
+// The unsigned integer as wide as a pack, which moves it in one access (a pack of 16-bit
+// floats, whose assignment is elementwise, would be stored one element at a time).
+template <size_t kBytes>
+using WordOf = std::conditional_t<
+    kBytes == 1, uint8_t,
+    std::conditional_t<kBytes == 2, uint16_t, std::conditional_t<kBytes == 4, uint32_t, uint64_t>>>;
+
+// Elements i .. i + V - 1; data + i must be aligned to the pack (PacksFit).
+template <int V, typename E>
+__device__ inline Pack<E, V> LoadPack(const E* data, int64_t i) {
+  using Word = WordOf<sizeof(Pack<E, V>)>;
+  const Word word = *reinterpret_cast<const Word*>(data + i);
+  Pack<E, V> pack;
+  memcpy(&pack, &word, sizeof(word));
+  return pack;
+}
+
+template <int V, typename E>
+__device__ inline void StorePack(E* data, int64_t i, const Pack<E, V>& pack) {
+  using Word = WordOf<sizeof(Pack<E, V>)>;
+  Word word;
+  memcpy(&word, &pack, sizeof(word));
+  *reinterpret_cast<Word*>(data + i) = word;
+}
+
+// Whether every pointer (null ones aside) is aligned to a pack of V of its elements.
+template <int V, typename... E>
+bool PacksFit(const E*... data) {
+  return ((reinterpret_cast<uintptr_t>(data) % (sizeof(E) * V) == 0) && ...);
+}
+
+template <int V, typename Fn>
+__global__ void ForEachPackKernel(int64_t n, Fn fn) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t packs = n / V;
+  for (int64_t p = first; p < packs; p += stride) fn.template Apply<V>(p * V);
+  for (int64_t i = packs * V + first; i < n; i += stride) fn.template Apply<1>(i);
+}
+
+// Calls fn.Apply<V>(i) for the packs of V elements that fill [0, n) and fn.Apply<1>(i) for the
+// rest, V = 8 bytes of T, on `stream`; one element at a time where fn.Fits<V>() says its
+// pointers are not aligned to packs.
+template <typename T, typename Fn>
+cudaError_t ForEachPack(int64_t n, cudaStream_t stream, Fn fn) {
+  constexpr int kPack = 8 / sizeof(T);
+  if (n == 0) return cudaSuccess;
+  if (fn.template Fits<kPack>()) {
+    ForEachPackKernel<kPack>
+        <<<BlocksFor((n + kPack - 1) / kPack), kThreadsPerBlock, 0, stream>>>(n, fn);
+  } else {
+    ForEachPackKernel<1><<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(n, fn);
+  }
   return cudaGetLastError();
 }
 

@@ -1,8 +1,10 @@
-// Element-wise CUDA kernels: one grid-stride loop each over functors that hold the pointers;
-// the per-element math is in ops/elementwise_math.h, in float for every element type (16-bit
-// values are loaded to float and rounded back when stored).
+// Element-wise CUDA kernels: one grid-stride loop each over functors that hold the pointers,
+// over packs of 8 bytes where the pointers allow; the per-element math is in
+// ops/elementwise_math.h, in float for every element type (16-bit values are loaded to float and
+// rounded back when stored).
 
 #include <type_traits>
+#include <utility>
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/element_type.cuh"
@@ -12,65 +14,67 @@
 namespace lockstep::cuda {
 namespace {
 
-template <typename T>
-struct AddFn {
-  const T* a;  // (n)
-  const T* b;  // (n)
-  T* y;        // (n)
-  __device__ void operator()(int64_t i) const { y[i] = FromF32<T>(ToF32(a[i]) + ToF32(b[i])); }
-};
+// y[i] = op(x0[i], x1[i], ...) in float, a pack of V elements at a time (ForEachPack): every
+// element-wise op but the casts and the bias, whose operands differ in type or length.
+template <typename T, typename Op, int kInputs>
+struct MapFn {
+  Op op;
+  const T* x[kInputs > 0 ? kInputs : 1];  // (n) each
+  T* y;                                   // (n)
 
-template <typename T>
-struct AddReluFn {
-  const T* a;  // (n)
-  const T* b;  // (n)
-  T* y;        // (n)
-  __device__ void operator()(int64_t i) const {
-    y[i] = FromF32<T>(math::AddRelu(ToF32(a[i]), ToF32(b[i])));
+  template <int V>
+  bool Fits() const {
+    bool fits = PacksFit<V>(y);
+    for (int j = 0; j < kInputs; ++j) fits = fits && PacksFit<V>(x[j]);
+    return fits;
+  }
+
+  template <int V>
+  __device__ void Apply(int64_t i) const {
+    Pack<T, V> in[kInputs > 0 ? kInputs : 1];
+    for (int j = 0; j < kInputs; ++j) in[j] = LoadPack<V>(x[j], i);
+    Pack<T, V> out;
+    for (int k = 0; k < V; ++k) {
+      out.at[k] = FromF32<T>(Call(in, k, std::make_index_sequence<kInputs>{}));
+    }
+    StorePack<V>(y, i, out);
+  }
+
+  template <int V, size_t... J>
+  __device__ float Call(const Pack<T, V>* in, int k, std::index_sequence<J...>) const {
+    return op(ToF32(in[J].at[k])...);
   }
 };
 
-template <typename T>
-struct ReluFn {
-  const T* x;  // (n)
-  T* y;        // (n)
-  __device__ void operator()(int64_t i) const { y[i] = FromF32<T>(math::Relu(ToF32(x[i]))); }
-};
+template <typename T, typename Op, typename... In>
+cudaError_t Map(int64_t n, cudaStream_t stream, Op op, T* y, const In*... x) {
+  return ForEachPack<T>(n, stream, MapFn<T, Op, sizeof...(In)>{op, {x...}, y});
+}
 
-template <typename T>
-struct ReluGradFn {
-  const T* x;   // (n)
-  const T* dy;  // (n)
-  T* dx;        // (n)
-  __device__ void operator()(int64_t i) const {
-    dx[i] = FromF32<T>(math::ReluGrad(ToF32(x[i]), ToF32(dy[i])));
+struct AddOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct AddReluOp {
+  __device__ float operator()(float a, float b) const { return math::AddRelu(a, b); }
+};
+struct ReluOp {
+  __device__ float operator()(float x) const { return math::Relu(x); }
+};
+struct ReluGradOp {
+  __device__ float operator()(float x, float dy) const { return math::ReluGrad(x, dy); }
+};
+struct AddReluGradOp {
+  __device__ float operator()(float x, float dy1, float dy2) const {
+    return math::AddReluGrad(x, dy1, dy2);
   }
 };
-
-template <typename T>
-struct AddReluGradFn {
-  const T* x;    // (n)
-  const T* dy1;  // (n)
-  const T* dy2;  // (n)
-  T* dx;         // (n)
-  __device__ void operator()(int64_t i) const {
-    dx[i] = FromF32<T>(math::AddReluGrad(ToF32(x[i]), ToF32(dy1[i]), ToF32(dy2[i])));
-  }
-};
-
-template <typename T>
-struct ScaleFn {
-  const T* x;  // (n)
+struct ScaleOp {
   float scale;
-  T* y;  // (n)
-  __device__ void operator()(int64_t i) const { y[i] = FromF32<T>(scale * ToF32(x[i])); }
+  __device__ float operator()(float x) const { return scale * x; }
 };
-
-template <typename T>
-struct FillFn {
-  T* y;  // (n)
+struct ConstantOp {
   float value;
-  __device__ void operator()(int64_t i) const { y[i] = FromF32<T>(value); }
+  __device__ float operator()() const { return value; }
 };
 
 // Through float where either side is 16-bit (the conversions cuda_fp16.h and cuda_bf16.h
@@ -123,38 +127,38 @@ __global__ void BiasAddGradKernel(const T* dy,  // (outer, channels, inner)
 
 template <typename T>
 cudaError_t LaunchAdd(const T* a, const T* b, T* y, int64_t n, cudaStream_t stream) {
-  return ForEachIndex(n, stream, AddFn<T>{a, b, y});
+  return Map(n, stream, AddOp{}, y, a, b);
 }
 
 template <typename T>
 cudaError_t LaunchAddRelu(const T* a, const T* b, T* y, int64_t n, cudaStream_t stream) {
-  return ForEachIndex(n, stream, AddReluFn<T>{a, b, y});
+  return Map(n, stream, AddReluOp{}, y, a, b);
 }
 
 template <typename T>
 cudaError_t LaunchRelu(const T* x, T* y, int64_t n, cudaStream_t stream) {
-  return ForEachIndex(n, stream, ReluFn<T>{x, y});
+  return Map(n, stream, ReluOp{}, y, x);
 }
 
 template <typename T>
 cudaError_t LaunchReluGrad(const T* x, const T* dy, T* dx, int64_t n, cudaStream_t stream) {
-  return ForEachIndex(n, stream, ReluGradFn<T>{x, dy, dx});
+  return Map(n, stream, ReluGradOp{}, dx, x, dy);
 }
 
 template <typename T>
 cudaError_t LaunchAddReluGrad(const T* x, const T* dy1, const T* dy2, T* dx, int64_t n,
                               cudaStream_t stream) {
-  return ForEachIndex(n, stream, AddReluGradFn<T>{x, dy1, dy2, dx});
+  return Map(n, stream, AddReluGradOp{}, dx, x, dy1, dy2);
 }
 
 template <typename T>
 cudaError_t LaunchScale(const T* x, float scale, T* y, int64_t n, cudaStream_t stream) {
-  return ForEachIndex(n, stream, ScaleFn<T>{x, scale, y});
+  return Map(n, stream, ScaleOp{scale}, y, x);
 }
 
 template <typename T>
 cudaError_t LaunchFill(T* y, float value, int64_t n, cudaStream_t stream) {
-  return ForEachIndex(n, stream, FillFn<T>{y, value});
+  return Map(n, stream, ConstantOp{value}, y);
 }
 
 template <typename T>

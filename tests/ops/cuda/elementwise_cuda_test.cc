@@ -19,11 +19,15 @@ const Shape kShape = {4, 8, 5, 3};
 
 TEST(ElementwiseCudaTest, BinaryAndReluOps) {
   LS_SKIP_WITHOUT_GPU();
-  ExpectCudaOpMatchesCpu("Add", {{"a", kShape}, {"b", kShape}});
-  ExpectCudaOpMatchesCpu("AddRelu", {{"a", kShape}, {"b", kShape}});
-  ExpectCudaOpMatchesCpu("Relu", {{"x", kShape}});
-  ExpectCudaOpMatchesCpu("ReluGrad", {{"x", kShape}, {"dy", kShape}});
-  ExpectCudaOpMatchesCpu("AddReluGrad", {{"x", kShape}, {"dy1", kShape}, {"dy2", kShape}});
+  // Packs of two float32s, and 315 elements, one past the last pack.
+  for (const Shape& x : {kShape, Shape{3, 7, 5, 3}}) {
+    SCOPED_TRACE(ShapeToString(x));
+    ExpectCudaOpMatchesCpu("Add", {{"a", x}, {"b", x}});
+    ExpectCudaOpMatchesCpu("AddRelu", {{"a", x}, {"b", x}});
+    ExpectCudaOpMatchesCpu("Relu", {{"x", x}});
+    ExpectCudaOpMatchesCpu("ReluGrad", {{"x", x}, {"dy", x}});
+    ExpectCudaOpMatchesCpu("AddReluGrad", {{"x", x}, {"dy1", x}, {"dy2", x}});
+  }
 }
 
 TEST(ElementwiseCudaTest, ScaleAndFill) {

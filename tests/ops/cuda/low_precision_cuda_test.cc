@@ -100,13 +100,16 @@ TEST(LowPrecisionCudaTest, CastBetweenFloatTypes) {
 TEST(LowPrecisionCudaTest, ElementWise) {
   LS_SKIP_WITHOUT_GPU();
   for (DType dtype : kLowDTypes) {
-    ExpectLowMatches(dtype, {Low("a", kShape), Low("b", kShape)}, OneOp("Add"));
-    ExpectLowMatches(dtype, {Low("a", kShape), Low("b", kShape)}, OneOp("AddRelu"));
-    ExpectLowMatches(dtype, {Low("x", kShape)}, OneOp("Relu"));
-    ExpectLowMatches(dtype, {Low("x", kShape), Low("dy", kShape)}, OneOp("ReluGrad"));
-    ExpectLowMatches(dtype, {Low("x", kShape), Low("dy1", kShape), Low("dy2", kShape)},
-                     OneOp("AddReluGrad"));
-    ExpectLowMatches(dtype, {Low("x", kShape)}, OneOp("Scale", {{"scale", -0.37}}));
+    // Packs of four 16-bit values, and 315 elements, three past the last pack.
+    for (const Shape& x : {kShape, Shape{3, 7, 5, 3}}) {
+      SCOPED_TRACE(ShapeToString(x));
+      ExpectLowMatches(dtype, {Low("a", x), Low("b", x)}, OneOp("Add"));
+      ExpectLowMatches(dtype, {Low("a", x), Low("b", x)}, OneOp("AddRelu"));
+      ExpectLowMatches(dtype, {Low("x", x)}, OneOp("Relu"));
+      ExpectLowMatches(dtype, {Low("x", x), Low("dy", x)}, OneOp("ReluGrad"));
+      ExpectLowMatches(dtype, {Low("x", x), Low("dy1", x), Low("dy2", x)}, OneOp("AddReluGrad"));
+      ExpectLowMatches(dtype, {Low("x", x)}, OneOp("Scale", {{"scale", -0.37}}));
+    }
     ExpectLowMatches(dtype, {Low("x", {8, 16, 7, 7}), Low("bias", {16})}, OneOp("BiasAdd"));
     ExpectLowMatches(dtype, {Low("x", {64, 100}), Low("bias", {100})}, OneOp("BiasAdd"));
     ExpectLowMatches(dtype, {Low("dy", {32, 64, 14, 14})}, OneOp("BiasAddGrad"));
