@@ -139,7 +139,14 @@ absl::Status Executor::Run() {
 
 absl::Status Executor::LaunchRecording() {
   for (Step& step : steps_) {
-    LS_RETURN_IF_ERROR(Annotate(step.node->kernel->BeforeLaunch(), step.node->Describe()));
+    absl::Status ready = step.node->kernel->BeforeLaunch();
+    if (!ready.ok()) {
+      // The step cannot run again (an aborted communicator, say), and the recording may be what
+      // keeps a failing communicator from ending: NCCL's abort waits for every CUDA graph that
+      // holds one of its collectives.
+      recording_.reset();
+      return Annotate(ready, step.node->Describe());
+    }
   }
   LS_RETURN_IF_ERROR(backend_->Launch(*recording_, device_.index));
   for (Step& step : steps_) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <future>
 #include <optional>
 #include <utility>
 
@@ -16,6 +17,8 @@ namespace {
 // How long EndJobSoon leaves the rank to end the job itself; with the report's few seconds it
 // keeps the end within the timeout plus 10 s.
 constexpr auto kGrace = std::chrono::seconds(3);
+// How long a failure waits for the communicator's abort before it is published anyway.
+constexpr auto kAbortWait = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -112,14 +115,25 @@ absl::Status CollectiveWatch::Poll() {
                                  async.message(), DescribeWhereRanksAre(oldest->sequence)));
 }
 
+// NCCL's abort can block: it waits until every CUDA graph that recorded one of the
+// communicator's collectives is destroyed, which the rank's main thread does only once it meets
+// the failure. So the abort runs on a thread of its own, and the failure is published when the
+// abort ends or after kAbortWait, whichever comes first.
 void CollectiveWatch::Fail(absl::Status failure) {
-  probe_.Abort();
+  std::promise<void> aborted;
+  std::future<void> abort_done = aborted.get_future();
+  std::thread abort([&] {
+    probe_.Abort();
+    aborted.set_value();
+  });
+  abort_done.wait_for(kAbortWait);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     failure_ = failure;
   }
   changed_.notify_all();
   on_failure_(failure);
+  abort.join();
 }
 
 void CollectiveWatch::EndJobSoon(const absl::Status& failure) {

@@ -35,13 +35,16 @@ class CollectiveProbe {
   virtual absl::StatusOr<bool> Finished(int64_t sequence) = 0;
   // An error the communicator met on its own (a peer's connection lost), OK while none.
   virtual absl::Status AsyncError() = 0;
-  // Ends the communicator's outstanding work, so that streams waiting on it go on.
+  // Ends the communicator's outstanding work, so that streams waiting on it go on. It may block
+  // (NCCL's waits for the CUDA graphs that hold its collectives to go); the watch publishes the
+  // failure after a second even so.
   virtual void Abort() = 0;
 };
 
 class CollectiveWatch {
  public:
-  // Runs once, on the watch's thread, after the communicator was aborted.
+  // Runs once, on the watch's thread, after the communicator was aborted (or its abort has
+  // blocked for a second) and the failure was published.
   using FailureHandler = std::function<void(const absl::Status&)>;
 
   // `probe` must outlive the watch. `timeout` is CommOptions::collective_timeout.

@@ -67,9 +67,7 @@ class NcclCommunicator::Probe : public CollectiveProbe {
  public:
   explicit Probe(NcclCommunicator& owner) : owner_(owner) {}
   ~Probe() override {
-    for (const Recorded& recorded : recorded_) {
-      if (recorded.pooled) cudaEventDestroy(recorded.event);
-    }
+    for (const Recorded& recorded : recorded_) cudaEventDestroy(recorded.event);
     for (cudaEvent_t event : free_) cudaEventDestroy(event);
   }
 
@@ -89,19 +87,13 @@ class NcclCommunicator::Probe : public CollectiveProbe {
     free_.push_back(event);
   }
 
-  // Marks the end of the work queued on the stream so far as collective `sequence`.
-  absl::Status Record(int64_t sequence) {
+  // Marks the end of the work queued on `stream` so far as collective `sequence`.
+  absl::Status Record(int64_t sequence, cudaStream_t stream) {
     LS_ASSIGN_OR_RETURN(cudaEvent_t event, Take());
-    CUDA_RETURN_IF_ERROR(cudaEventRecord(event, owner_.stream_));
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
     std::lock_guard<std::mutex> lock(mutex_);
-    recorded_.push_back({sequence, event, /*pooled=*/true});
+    recorded_.push_back({sequence, event});
     return absl::OkStatus();
-  }
-  // Collective `sequence` ends at `event`, which a CUDA graph just launched records; the graph's
-  // owner keeps the event.
-  void Expect(int64_t sequence, cudaEvent_t event) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    recorded_.push_back({sequence, event, /*pooled=*/false});
   }
 
   absl::StatusOr<bool> Finished(int64_t sequence) override {
@@ -119,30 +111,34 @@ class NcclCommunicator::Probe : public CollectiveProbe {
       std::lock_guard<std::mutex> lock(mutex_);
       recorded_.pop_front();
     }
-    if (front.pooled) Give(front.event);
+    Give(front.event);
     return true;
   }
 
   absl::Status AsyncError() override {
     std::lock_guard<std::mutex> lock(owner_.comm_mutex_);
+    if (owner_.comm_ == nullptr) return absl::OkStatus();  // aborted: the watch has stopped
     ncclResult_t state = ncclSuccess;
     NCCL_RETURN_IF_ERROR(ncclCommGetAsyncError(owner_.comm_, &state));
     if (state == ncclSuccess || state == ncclInProgress) return absl::OkStatus();
     return NcclErrorStatus(state, "ncclCommGetAsyncError", __FILE__, __LINE__);
   }
 
-  // ncclCommAbort frees the communicator; later calls find comm_ null.
+  // ncclCommAbort frees the communicator; later calls find comm_ null. It is called without
+  // comm_mutex_, since it can block (CollectiveProbe::Abort) and Usable must still answer.
   void Abort() override {
-    std::lock_guard<std::mutex> lock(owner_.comm_mutex_);
-    if (owner_.comm_ != nullptr) ncclCommAbort(owner_.comm_);
-    owner_.comm_ = nullptr;
+    ncclComm_t comm = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(owner_.comm_mutex_);
+      comm = std::exchange(owner_.comm_, nullptr);
+    }
+    if (comm != nullptr) ncclCommAbort(comm);
   }
 
  private:
   struct Recorded {
     int64_t sequence = 0;
-    cudaEvent_t event = nullptr;
-    bool pooled = true;  // from free_ (else a graph's, its owner's to destroy)
+    cudaEvent_t event = nullptr;  // from free_, back there once the collective is retired
   };
   NcclCommunicator& owner_;
   std::mutex mutex_;
@@ -234,22 +230,24 @@ absl::Status NcclCommunicator::Follow(cudaStream_t after) {
 
 absl::StatusOr<int64_t> NcclCommunicator::Watch(std::string label) {
   const int64_t sequence = watch_->Issue(std::move(label));
-  LS_RETURN_IF_ERROR(probe_->Record(sequence));
+  LS_RETURN_IF_ERROR(probe_->Record(sequence, stream_));
   return sequence;
 }
 
-absl::Status NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op,
-                                                cudaStream_t after, cudaEvent_t done,
-                                                const StreamWork& before,
-                                                const StreamWork& after_reduce,
-                                                cudaEvent_t in_graph) {
+absl::StatusOr<std::string> NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inouts,
+                                                               ReduceOp op, cudaStream_t after,
+                                                               cudaEvent_t done,
+                                                               const StreamWork& before,
+                                                               const StreamWork& after_reduce) {
   size_t bytes = 0;
   for (const Tensor& inout : inouts) {
     LS_RETURN_IF_ERROR(CheckAllReduce(*this, inout, op));
     bytes += inout.nbytes();
   }
-  const std::string label = DescribeCollective(*this, "AllReduce", bytes);
+  std::string label = DescribeCollective(*this, "AllReduce", bytes);
   auto enqueue = [&]() -> absl::Status {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(after, &capture));
     std::lock_guard<std::mutex> lock(comm_mutex_);
     LS_RETURN_IF_ERROR(Follow(after));
     if (before) LS_RETURN_IF_ERROR(before(stream_));
@@ -260,29 +258,20 @@ absl::Status NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inout
     }
     NCCL_SETTLE(ncclGroupEnd());
     if (after_reduce) LS_RETURN_IF_ERROR(after_reduce(stream_));
-    if (in_graph == nullptr) {
-      LS_RETURN_IF_ERROR(Watch(label).status());
-    } else {
-      // External: every launch of the graph records it, for WatchLaunched's probe. Before `done`,
-      // which the compute stream waits on, so that the capture joins everything on stream_.
-      CUDA_RETURN_IF_ERROR(cudaEventRecordWithFlags(in_graph, stream_, cudaEventRecordExternal));
-      in_graphs_[in_graph] = label;
-    }
+    if (capture == cudaStreamCaptureStatusNone) LS_RETURN_IF_ERROR(Watch(label).status());
     CUDA_RETURN_IF_ERROR(cudaEventRecord(done, stream_));
     return absl::OkStatus();
   };
-  return Annotate(enqueue(), label);
+  LS_RETURN_IF_ERROR(Annotate(enqueue(), label));
+  return label;
 }
 
-absl::Status NcclCommunicator::WatchLaunched(cudaEvent_t in_graph) {
+// The event goes on `stream` after the launch, not into the graph: one event recorded at every
+// launch could not tell one launch's end from the next.
+absl::Status NcclCommunicator::WatchLaunched(const std::string& label, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(comm_mutex_);
   LS_RETURN_IF_ERROR(UsableLocked());
-  auto it = in_graphs_.find(in_graph);
-  if (it == in_graphs_.end()) {
-    return absl::InternalError("watching a collective no CUDA graph recorded");
-  }
-  probe_->Expect(watch_->Issue(it->second), in_graph);
-  return absl::OkStatus();
+  return probe_->Record(watch_->Issue(label), stream);
 }
 
 absl::Status NcclCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {

@@ -15,7 +15,6 @@
 
 #include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,19 +53,20 @@ class NcclCommunicator : public Communicator {
   using StreamWork = std::function<absl::Status(cudaStream_t)>;
   // Stream-ordered, for kernels: reduces `inouts` in place on this communicator's stream once
   // the work queued on `after` so far is done, and records `done` there; returns without
-  // waiting. Readers make their stream wait on `done`. `before` and `after_reduce`, when set,
-  // are queued right before and after the reduction (a narrower wire dtype's conversions).
-  // While `after` is being captured into a CUDA graph (Executor::ReplayAfter) nothing runs, so
-  // nothing can be watched yet: `in_graph`, an event of the caller's, marks the collective's end
-  // in the graph, and WatchLaunched watches it after each launch of the graph.
-  absl::Status EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op, cudaStream_t after,
-                                cudaEvent_t done, const StreamWork& before = nullptr,
-                                const StreamWork& after_reduce = nullptr,
-                                cudaEvent_t in_graph = nullptr);
-  // Numbers and watches, as EnqueueAllReduce does outside a graph, the collective a launch of a
-  // CUDA graph runs: the one recorded with `in_graph`. Call it right after the launch, in the
-  // order the graph holds the collectives, as every rank does.
-  absl::Status WatchLaunched(cudaEvent_t in_graph);
+  // waiting, with the collective's label ("AllReduce of 4.0 MB"). Readers make their stream wait
+  // on `done`. `before` and `after_reduce`, when set, are queued right before and after the
+  // reduction (a narrower wire dtype's conversions). While `after` is being captured into a CUDA
+  // graph (Executor::ReplayAfter) nothing runs, so nothing is watched: WatchLaunched watches
+  // each launch of the graph.
+  absl::StatusOr<std::string> EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op,
+                                               cudaStream_t after, cudaEvent_t done,
+                                               const StreamWork& before = nullptr,
+                                               const StreamWork& after_reduce = nullptr);
+  // Numbers and watches, as EnqueueAllReduce does outside a graph, the collective `label` that a
+  // CUDA graph just launched on `stream` holds; it counts as finished when the launch has. Call
+  // it right after the launch, once per collective in the graph and in their order, as every
+  // rank does.
+  absl::Status WatchLaunched(const std::string& label, cudaStream_t stream);
   // OK while collectives may be queued: the watch has seen no failure and has not aborted the
   // communicator. Checked before a CUDA graph holding collectives is launched.
   absl::Status Usable();
@@ -99,8 +99,6 @@ class NcclCommunicator : public Communicator {
   std::mutex comm_mutex_;
   std::unique_ptr<Probe> probe_;
   std::unique_ptr<CollectiveWatch> watch_;
-  // The labels of collectives recorded into CUDA graphs, by their in_graph event.
-  std::map<cudaEvent_t, std::string> in_graphs_;
   Tensor barrier_;  // (1) i32 on device_: Barrier is an AllReduce of it
 };
 

@@ -24,7 +24,10 @@ constexpr DeviceType kRecordingDevice =
     static_cast<DeviceType>(static_cast<int>(DeviceType::kFirstOther) + 9);
 
 struct Recording : CapturedWork {
+  Recording() { ++alive; }
+  ~Recording() override { --alive; }
   std::vector<std::string> work;
+  static inline int alive = 0;  // recordings not yet destroyed
 };
 
 // Host memory and copies; its one stream is `ran`.
@@ -48,11 +51,13 @@ class RecordingBackend : public HostBackend {
   void Reset() {
     ran.clear();
     host.clear();
+    refusing.clear();
     recording_ = nullptr;
   }
 
   std::vector<std::string> ran;   // the device work done, in order
   std::vector<std::string> host;  // the kernels' host work and launch hooks, in order
+  std::string refusing;           // the label of a kernel whose BeforeLaunch fails
 
  private:
   std::unique_ptr<Recording> recording_;
@@ -89,6 +94,9 @@ class MarkKernel : public Kernel {
   }
   bool replayable() const override { return replayable_; }
   absl::Status BeforeLaunch() override {
+    if (Recorder().refusing == name_) {
+      return absl::FailedPreconditionError("the communicator was aborted");
+    }
     Recorder().host.push_back("before " + name_);
     return absl::OkStatus();
   }
@@ -176,6 +184,24 @@ TEST(ExecutorReplayTest, AKernelThatCannotBeReplayedKeepsTheStepKernelByKernelAn
                      "ReplayMark node 'b/"),
             std::string::npos)
       << out;
+}
+
+TEST(ExecutorReplayTest, AStepThatCannotBeLaunchedFailsNamingTheNodeAndLetsItsRecordingGo) {
+  // NCCL's abort waits for every CUDA graph holding its collectives to be destroyed.
+  std::unique_ptr<Executor> executor = CompileMarks(true);
+  ASSERT_NE(executor, nullptr);
+  executor->ReplayAfter(0);
+  ASSERT_TRUE(executor->Run().ok());
+  ASSERT_TRUE(executor->replaying());
+  EXPECT_EQ(Recording::alive, 1);
+  Recorder().refusing = "b";
+  const absl::Status status = executor->Run();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("ReplayMark node 'b/"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("the communicator was aborted"), std::string::npos) << status;
+  EXPECT_FALSE(executor->replaying());
+  EXPECT_EQ(Recording::alive, 0);
+  EXPECT_EQ(Recorder().ran, Repeat({"a", "b"}, 1));  // nothing launched
 }
 
 }  // namespace

@@ -149,5 +149,35 @@ TEST(CollectiveWatchTest, AProbeErrorIsAFailureToo) {
   EXPECT_EQ(probe.aborts, 1);
 }
 
+TEST(CollectiveWatchTest, AnAbortThatBlocksHoldsBackNeitherTheFailureNorTheHandler) {
+  // NCCL's abort waits for every CUDA graph holding the communicator's collectives to be
+  // destroyed, and the rank's main thread destroys them only once it sees the failure.
+  class BlockingAbortProbe : public FakeProbe {
+   public:
+    void Abort() override {
+      ++aborts;
+      released_.wait();
+    }
+    void Release() { release_.set_value(); }
+
+   private:
+    std::promise<void> release_;
+    std::shared_future<void> released_ = release_.get_future().share();
+  } probe;
+  Failures failures;
+  {
+    CollectiveWatch watch(probe, 100ms, failures.Handler(), 1ms);
+    const auto start = std::chrono::steady_clock::now();
+    const absl::Status status = watch.WaitFor(watch.Issue("AllReduce of 4 bytes"));
+    EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    EXPECT_EQ(probe.aborts, 1);  // begun, and still blocked
+    while (failures.count() == 0) std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(failures.seen[0], status);
+    probe.Release();  // the graphs are gone: the abort ends, and the watch can stop
+  }
+  EXPECT_EQ(failures.count(), 1u);
+}
+
 }  // namespace
 }  // namespace lockstep::parallel

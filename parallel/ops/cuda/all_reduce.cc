@@ -8,6 +8,7 @@
 // the reduction too; each launch of it has the communicator watch the collective again.
 
 #include <algorithm>
+#include <string>
 
 #include "core/backend.h"
 #include "graph/kernel.h"
@@ -30,13 +31,6 @@ absl::Status ConvertOnDevice(const Tensor& from, const Tensor& to, void* stream)
   return absl::OkStatus();
 }
 
-// Whether work queued on `stream` is being recorded into a CUDA graph.
-absl::StatusOr<bool> Capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &status));
-  return status == cudaStreamCaptureStatusActive;
-}
-
 class NcclAllReduceKernel : public Kernel {
  public:
   NcclAllReduceKernel(const Node& node, const Span& span, std::unique_ptr<WireBucket> wire,
@@ -52,21 +46,13 @@ class NcclAllReduceKernel : public Kernel {
         overlap && std::none_of(node.inputs.begin(), node.inputs.end(),
                                 [](const Value* v) { return v->alloc.region == Region::kArena; });
   }
-  ~NcclAllReduceKernel() override {
-    cudaEventDestroy(done_);
-    if (in_graph_ != nullptr) cudaEventDestroy(in_graph_);
-  }
+  ~NcclAllReduceKernel() override { cudaEventDestroy(done_); }
 
   bool asynchronous() const override { return asynchronous_; }
   bool communicates() const override { return true; }
   bool replayable() const override { return true; }
   absl::Status BeforeLaunch() override { return communicator_->Usable(); }
-  absl::Status AfterLaunch() override {
-    if (in_graph_ == nullptr) {
-      return absl::InternalError("a step launched without its AllReduce recorded");
-    }
-    return communicator_->WatchLaunched(in_graph_);
-  }
+  absl::Status AfterLaunch() override { return communicator_->WatchLaunched(label_, compute_); }
 
   absl::Status Run(const KernelIO& io) override {
     if (tensors_.empty()) {
@@ -74,20 +60,15 @@ class NcclAllReduceKernel : public Kernel {
       if (wire_ != nullptr) wire_->Bind(tensors_);
     }
     compute_ = static_cast<cudaStream_t>(io.stream);
-    LS_ASSIGN_OR_RETURN(const bool capturing, Capturing(compute_));
-    if (capturing && in_graph_ == nullptr) {
-      CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&in_graph_, cudaEventDisableTiming));
-    }
-    cudaEvent_t in_graph = capturing ? in_graph_ : nullptr;
     if (wire_ == nullptr) {
-      LS_RETURN_IF_ERROR(communicator_->EnqueueAllReduce(tensors_, op_, compute_, done_, nullptr,
-                                                         nullptr, in_graph));
+      LS_ASSIGN_OR_RETURN(label_, communicator_->EnqueueAllReduce(tensors_, op_, compute_, done_));
     } else {
-      LS_RETURN_IF_ERROR(communicator_->EnqueueAllReduce(
-          {wire_->wire()}, op_, compute_, done_,
-          [this](cudaStream_t stream) { return wire_->ToWire(ConvertOnDevice, stream); },
-          [this](cudaStream_t stream) { return wire_->FromWire(ConvertOnDevice, stream); },
-          in_graph));
+      LS_ASSIGN_OR_RETURN(
+          label_,
+          communicator_->EnqueueAllReduce(
+              {wire_->wire()}, op_, compute_, done_,
+              [this](cudaStream_t stream) { return wire_->ToWire(ConvertOnDevice, stream); },
+              [this](cudaStream_t stream) { return wire_->FromWire(ConvertOnDevice, stream); }));
     }
     return asynchronous_ ? absl::OkStatus() : Wait();
   }
@@ -104,7 +85,7 @@ class NcclAllReduceKernel : public Kernel {
   Span span_;
   std::unique_ptr<WireBucket> wire_;  // null: reduced in the gradients' dtype
   cudaEvent_t done_;
-  cudaEvent_t in_graph_ = nullptr;  // marks the reduction's end in the recorded step
+  std::string label_;  // the collective's, for the watch of each launch of a recorded step
   bool asynchronous_ = false;
   cudaStream_t compute_ = nullptr;
   std::vector<Tensor> tensors_;

@@ -33,7 +33,8 @@ class SyncKernel : public Kernel {
   absl::StatusOr<int64_t> AllReduceSums(double* sums, cudaStream_t stream) {
     const Tensor tensor =
         Tensor::Wrap(sums, {2 * shape_.channels}, DType::kF64, communicator_->device());
-    LS_RETURN_IF_ERROR(communicator_->EnqueueAllReduce({tensor}, ReduceOp::kSum, stream, done_));
+    LS_RETURN_IF_ERROR(
+        communicator_->EnqueueAllReduce({tensor}, ReduceOp::kSum, stream, done_).status());
     CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, done_, 0));
     return shape_.per_channel() * communicator_->size();
   }

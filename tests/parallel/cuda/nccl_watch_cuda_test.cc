@@ -101,6 +101,8 @@ void ExpectTheStallReported(Stallable& s, cudaStream_t compute, const std::funct
   EXPECT_THAT(status.message(), HasSubstr("did not finish within 1 s"));
   EXPECT_GE(waited, 1s);
   EXPECT_LT(waited, 10s);
+  // The handler runs right after the failure is published.
+  for (int i = 0; i < 1000 && *s.failures == 0; ++i) std::this_thread::sleep_for(1ms);
   EXPECT_EQ(*s.failures, 1);
   releaser.join();
 }
@@ -129,21 +131,21 @@ TEST_F(NcclWatchCudaTest, ACollectiveInACudaGraphIsWatchedAtEachLaunch) {
   ASSERT_NE(s.nccl, nullptr);
   Tensor data = Ones(1024);
   const cudaStream_t compute = Compute();
-  cudaEvent_t done = nullptr, in_graph = nullptr;
+  cudaEvent_t done = nullptr;
   ASSERT_EQ(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), cudaSuccess);
-  ASSERT_EQ(cudaEventCreateWithFlags(&in_graph, cudaEventDisableTiming), cudaSuccess);
   ASSERT_EQ(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  const absl::Status enqueued =
-      s.nccl->EnqueueAllReduce({data}, ReduceOp::kSum, compute, done, nullptr, nullptr, in_graph);
+  const absl::StatusOr<std::string> label =
+      s.nccl->EnqueueAllReduce({data}, ReduceOp::kSum, compute, done);
   ASSERT_EQ(cudaStreamWaitEvent(compute, done, 0), cudaSuccess);
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamEndCapture(compute, &graph), cudaSuccess);
-  ASSERT_TRUE(enqueued.ok()) << enqueued;
+  ASSERT_TRUE(label.ok()) << label.status();
+  EXPECT_EQ(*label, "AllReduce of 4096 bytes on rank 0 of 1 (nccl)");
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   for (int i = 0; i < 200; ++i) {
     ASSERT_EQ(cudaGraphLaunch(exec, compute), cudaSuccess);
-    ASSERT_TRUE(s.nccl->WatchLaunched(in_graph).ok());
+    ASSERT_TRUE(s.nccl->WatchLaunched(*label, compute).ok());
   }
   ASSERT_TRUE(s.nccl->Barrier().ok());  // blocking: waits under the watch
   EXPECT_EQ(*s.failures, 0);
@@ -156,16 +158,16 @@ TEST_F(NcclWatchCudaTest, ACollectiveInACudaGraphIsWatchedAtEachLaunch) {
       s, compute,
       [&] {
         ASSERT_EQ(cudaGraphLaunch(exec, compute), cudaSuccess);
-        ASSERT_TRUE(s.nccl->WatchLaunched(in_graph).ok());
+        ASSERT_TRUE(s.nccl->WatchLaunched(*label, compute).ok());
       },
       [&] { return s.nccl->Barrier(); });
   // The aborted communicator refuses the next launch (Kernel::BeforeLaunch) and its watch.
   EXPECT_FALSE(s.nccl->Usable().ok());
-  EXPECT_FALSE(s.nccl->WatchLaunched(in_graph).ok());
+  EXPECT_FALSE(s.nccl->WatchLaunched(*label, compute).ok());
+  // NCCL's abort ends once no graph holds the communicator's collectives.
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaEventDestroy(done);
-  cudaEventDestroy(in_graph);
 }
 
 }  // namespace
