@@ -130,7 +130,7 @@ absl::Status Executor::Run() {
   if (profiling_) return RunKernels();
   if (recording_ != nullptr) return LaunchRecording();
   if (runs_++ == record_at_) {
-    absl::Status recorded = RecordStep();
+    absl::Status recorded = AgreeOnRecording(RecordStep());
     if (recorded.ok()) return LaunchRecording();
     LS_LOG(Info) << "steps run kernel by kernel: " << recorded.message();
   }
@@ -171,6 +171,19 @@ absl::Status Executor::RecordStep() {
   LS_RETURN_IF_ERROR(recording.status());
   recording_ = *std::move(recording);
   return absl::OkStatus();
+}
+
+absl::Status Executor::AgreeOnRecording(absl::Status recorded) {
+  for (Step& step : steps_) {
+    if (!step.node->kernel->communicates()) continue;
+    absl::StatusOr<bool> everyone = step.node->kernel->EveryRankRecorded(recorded.ok());
+    if (everyone.ok() && *everyone) return recorded;
+    recording_.reset();
+    if (!everyone.ok()) return Annotate(everyone.status(), "asking the other ranks");
+    return recorded.ok() ? absl::FailedPreconditionError("another rank could not record its step")
+                         : recorded;
+  }
+  return recorded;
 }
 
 absl::Status Executor::RunKernels() {

@@ -112,6 +112,9 @@ class Executor {
   absl::Status LaunchRecording();
   // Records the step's work (ReplayAfter); an error says why it cannot be.
   absl::Status RecordStep();
+  // `recorded` (RecordStep's result), unless another rank could not record its step: then the
+  // recording is let go and the step runs kernel by kernel on every rank.
+  absl::Status AgreeOnRecording(absl::Status recorded);
   absl::Status AddProfiledTimes();
   absl::Status Wait(Step& step);
   absl::Status WaitAll();

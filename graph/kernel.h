@@ -48,6 +48,10 @@ class Kernel {
   // communicator still usable), and work after it (watching the collective).
   virtual absl::Status BeforeLaunch() { return absl::OkStatus(); }
   virtual absl::Status AfterLaunch() { return absl::OkStatus(); }
+  // Whether every rank recorded its step, given whether this one did; asked of the step's first
+  // collective after the recording. NCCL wants every rank to run a collective alike, all from
+  // CUDA graphs or none, so a collective asks its peers.
+  virtual absl::StatusOr<bool> EveryRankRecorded(bool recorded) { return recorded; }
 };
 
 // The layouts a kernel wants for its inputs (the pass reorders where they differ) and the

@@ -179,6 +179,7 @@ absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(
   }
   comm->watch_ = std::make_unique<CollectiveWatch>(*comm->probe_, timeout, std::move(on_failure));
   comm->barrier_ = Tensor::Empty({1}, DType::kI32, comm->device_);
+  comm->flag_ = Tensor::Empty({1}, DType::kI32, comm->device_);
   CUDA_RETURN_IF_ERROR(cudaMemset(comm->barrier_.raw_data(), 0, comm->barrier_.nbytes()));
   return comm;
 }
@@ -318,6 +319,18 @@ absl::Status NcclCommunicator::Barrier() {
                               comm_, stream_));
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<bool> NcclCommunicator::OnEveryRank(bool mine) {
+  int32_t flag = mine ? 1 : 0;
+  // On the compute stream, which the AllReduce follows.
+  LS_ASSIGN_OR_RETURN(void* compute, ComputeStream(device_));
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(flag_.raw_data(), &flag, sizeof(flag),
+                                       cudaMemcpyHostToDevice, static_cast<cudaStream_t>(compute)));
+  LS_RETURN_IF_ERROR(AllReduce(flag_, ReduceOp::kMin));
+  CUDA_RETURN_IF_ERROR(cudaMemcpy(&flag, flag_.raw_data(), sizeof(flag), cudaMemcpyDeviceToHost));
+  return flag == 1;
 }
 
 absl::Status NcclCommunicator::Run(absl::string_view collective, size_t bytes,

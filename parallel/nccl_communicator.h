@@ -48,6 +48,8 @@ class NcclCommunicator : public Communicator {
   absl::Status Broadcast(const Tensor& inout, int root) override;
   absl::Status ReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
   absl::Status Barrier() override;
+  // Whether `mine` holds on every rank; blocking, as Barrier.
+  absl::StatusOr<bool> OnEveryRank(bool mine);
 
   // Work queued on this communicator's stream.
   using StreamWork = std::function<absl::Status(cudaStream_t)>;
@@ -100,6 +102,7 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<Probe> probe_;
   std::unique_ptr<CollectiveWatch> watch_;
   Tensor barrier_;  // (1) i32 on device_: Barrier is an AllReduce of it
+  Tensor flag_;     // (1) i32 on device_: OnEveryRank's minimum over the ranks
 };
 
 // An NCCL result as a Status naming the call, where it was made and NCCL's explanation.

@@ -77,15 +77,21 @@ REGISTER_OP("ReplayMark")
     .Inputs(1)
     .Attr("label", std::string())
     .Attr("replayable", true)
+    .Attr("collective", false)
+    .Attr("peers_recorded", true)
     .Infer([](const InferContext& ctx) {
       return absl::StatusOr<std::vector<TensorType>>(std::vector<TensorType>{ctx.inputs[0]});
     });
 
-// Copies its input and queues its label; notes its host runs and launch hooks.
+// Copies its input and queues its label; notes its host runs and launch hooks. As a collective
+// it answers for its peers whether they recorded their step.
 class MarkKernel : public Kernel {
  public:
   explicit MarkKernel(const Node& node)
-      : name_(node.attrs.GetString("label")), replayable_(node.attrs.GetBool("replayable")) {}
+      : name_(node.attrs.GetString("label")),
+        replayable_(node.attrs.GetBool("replayable")),
+        collective_(node.attrs.GetBool("collective")),
+        peers_recorded_(node.attrs.GetBool("peers_recorded")) {}
   absl::Status Run(const KernelIO& io) override {
     std::memcpy(io.outputs[0].raw_data(), io.inputs[0].raw_data(), io.inputs[0].nbytes());
     Recorder().host.push_back("run " + name_);
@@ -93,6 +99,11 @@ class MarkKernel : public Kernel {
     return absl::OkStatus();
   }
   bool replayable() const override { return replayable_; }
+  bool communicates() const override { return collective_; }
+  absl::StatusOr<bool> EveryRankRecorded(bool recorded) override {
+    Recorder().host.push_back("agree " + name_);
+    return recorded && peers_recorded_;
+  }
   absl::Status BeforeLaunch() override {
     if (Recorder().refusing == name_) {
       return absl::FailedPreconditionError("the communicator was aborted");
@@ -108,15 +119,17 @@ class MarkKernel : public Kernel {
  private:
   std::string name_;
   bool replayable_;
+  bool collective_;
+  bool peers_recorded_;
 };
 
 REGISTER_KERNEL({.op = "ReplayMark",
                  .device = kRecordingDevice,
                  .create = MakeFactory<MarkKernel>()});
 
-// x -> a -> b -> "y" on the recording device (nodes and labels "a" and "b"); `b_replayable` false
-// gives b a kernel that cannot be replayed.
-std::unique_ptr<Executor> CompileMarks(bool b_replayable) {
+// x -> a -> b -> "y" on the recording device (nodes and labels "a" and "b"); `b_attrs` set b's
+// other attributes.
+std::unique_ptr<Executor> CompileMarks(const Attrs& b_attrs = {}) {
   Recorder().Reset();
   auto graph = std::make_unique<Graph>();
   Builder b(graph.get());
@@ -124,7 +137,9 @@ std::unique_ptr<Executor> CompileMarks(bool b_replayable) {
   b.SetNamePrefix("a/");
   Value* a = b.Op1("ReplayMark", {x}, {{"label", std::string("a")}});
   b.SetNamePrefix("b/");
-  Value* y = b.Op1("ReplayMark", {a}, {{"label", std::string("b")}, {"replayable", b_replayable}});
+  Attrs attrs = b_attrs;
+  attrs.Set("label", std::string("b"));
+  Value* y = b.Op1("ReplayMark", {a}, attrs);
   graph->AddOutput("y", y, OutputKind::kResult);
   EXPECT_TRUE(b.status().ok()) << b.status();
   absl::StatusOr<std::unique_ptr<Executor>> executor =
@@ -139,8 +154,16 @@ std::vector<std::string> Repeat(const std::vector<std::string>& items, int times
   return out;
 }
 
+// Runs the step four times, the second meant to be recorded; what it printed.
+std::string FourRunsRecordingTheSecond(Executor& executor) {
+  executor.ReplayAfter(1);
+  ::testing::internal::CaptureStdout();
+  for (int run = 0; run < 4; ++run) EXPECT_TRUE(executor.Run().ok());
+  return ::testing::internal::GetCapturedStdout();
+}
+
 TEST(ExecutorReplayTest, AfterTheWarmUpTheStepIsRecordedOnceAndLaunchedWhole) {
-  std::unique_ptr<Executor> executor = CompileMarks(true);
+  std::unique_ptr<Executor> executor = CompileMarks();
   ASSERT_NE(executor, nullptr);
   executor->ReplayAfter(2);
   for (int run = 0; run < 5; ++run) ASSERT_TRUE(executor->Run().ok());
@@ -156,7 +179,7 @@ TEST(ExecutorReplayTest, AfterTheWarmUpTheStepIsRecordedOnceAndLaunchedWhole) {
 }
 
 TEST(ExecutorReplayTest, AProfiledRunGoesKernelByKernelAndReplayResumesAfter) {
-  std::unique_ptr<Executor> executor = CompileMarks(true);
+  std::unique_ptr<Executor> executor = CompileMarks();
   ASSERT_NE(executor, nullptr);
   executor->ReplayAfter(0);
   ASSERT_TRUE(executor->Run().ok());  // recorded and launched
@@ -171,12 +194,9 @@ TEST(ExecutorReplayTest, AProfiledRunGoesKernelByKernelAndReplayResumesAfter) {
 }
 
 TEST(ExecutorReplayTest, AKernelThatCannotBeReplayedKeepsTheStepKernelByKernelAndSaysWhich) {
-  std::unique_ptr<Executor> executor = CompileMarks(false);
+  std::unique_ptr<Executor> executor = CompileMarks({{"replayable", false}});
   ASSERT_NE(executor, nullptr);
-  executor->ReplayAfter(1);
-  ::testing::internal::CaptureStdout();
-  for (int run = 0; run < 4; ++run) ASSERT_TRUE(executor->Run().ok());
-  const std::string out = ::testing::internal::GetCapturedStdout();
+  const std::string out = FourRunsRecordingTheSecond(*executor);
   EXPECT_FALSE(executor->replaying());
   EXPECT_EQ(Recorder().ran, Repeat({"a", "b"}, 4));
   EXPECT_EQ(Recorder().host, Repeat({"run a", "run b"}, 4));
@@ -188,7 +208,7 @@ TEST(ExecutorReplayTest, AKernelThatCannotBeReplayedKeepsTheStepKernelByKernelAn
 
 TEST(ExecutorReplayTest, AStepThatCannotBeLaunchedFailsNamingTheNodeAndLetsItsRecordingGo) {
   // NCCL's abort waits for every CUDA graph holding its collectives to be destroyed.
-  std::unique_ptr<Executor> executor = CompileMarks(true);
+  std::unique_ptr<Executor> executor = CompileMarks();
   ASSERT_NE(executor, nullptr);
   executor->ReplayAfter(0);
   ASSERT_TRUE(executor->Run().ok());
@@ -202,6 +222,38 @@ TEST(ExecutorReplayTest, AStepThatCannotBeLaunchedFailsNamingTheNodeAndLetsItsRe
   EXPECT_FALSE(executor->replaying());
   EXPECT_EQ(Recording::alive, 0);
   EXPECT_EQ(Recorder().ran, Repeat({"a", "b"}, 1));  // nothing launched
+}
+
+TEST(ExecutorReplayTest, WhereAnotherRankCouldNotRecordItsStepNoRankReplays) {
+  // NCCL wants every rank to run a collective alike: from CUDA graphs on all or on none.
+  std::unique_ptr<Executor> executor =
+      CompileMarks({{"collective", true}, {"peers_recorded", false}});
+  ASSERT_NE(executor, nullptr);
+  const std::string out = FourRunsRecordingTheSecond(*executor);
+  EXPECT_FALSE(executor->replaying());
+  EXPECT_EQ(Recording::alive, 0);
+  EXPECT_EQ(Recorder().ran, Repeat({"a", "b"}, 4));
+  // Asked once, after the recording run's kernels; that run then goes kernel by kernel.
+  std::vector<std::string> host = Repeat({"run a", "run b"}, 2);
+  host.push_back("agree b");
+  const auto rest = Repeat({"run a", "run b"}, 3);
+  host.insert(host.end(), rest.begin(), rest.end());
+  EXPECT_EQ(Recorder().host, host);
+  EXPECT_NE(out.find("steps run kernel by kernel: another rank could not record its step"),
+            std::string::npos)
+      << out;
+}
+
+TEST(ExecutorReplayTest, WhereEveryRankRecordedItsStepTheyReplay) {
+  std::unique_ptr<Executor> executor = CompileMarks({{"collective", true}});
+  ASSERT_NE(executor, nullptr);
+  executor->ReplayAfter(0);
+  for (int run = 0; run < 2; ++run) ASSERT_TRUE(executor->Run().ok());
+  EXPECT_TRUE(executor->replaying());
+  EXPECT_EQ(Recorder().ran, Repeat({"a", "b"}, 2));
+  EXPECT_EQ(Recorder().host, (std::vector<std::string>{"run a", "run b", "agree b", "before a",
+                                                       "before b", "after a", "after b", "before a",
+                                                       "before b", "after a", "after b"}));
 }
 
 }  // namespace

@@ -53,6 +53,9 @@ class NcclAllReduceKernel : public Kernel {
   bool replayable() const override { return true; }
   absl::Status BeforeLaunch() override { return communicator_->Usable(); }
   absl::Status AfterLaunch() override { return communicator_->WatchLaunched(label_, compute_); }
+  absl::StatusOr<bool> EveryRankRecorded(bool recorded) override {
+    return communicator_->OnEveryRank(recorded);
+  }
 
   absl::Status Run(const KernelIO& io) override {
     if (tensors_.empty()) {
