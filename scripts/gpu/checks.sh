@@ -10,7 +10,11 @@
 #
 # Estimated on an H100 (BENCHMARKS.md's step times plus start-up): tests 1-2 min (the 16-bit
 # kernel tests included), train about 1 min, bench about 2 min, amp about 3 min, scale and feed
-# under 1 min each: within 10.
+# under 1 min each (feed's 8,000 JPEGs are made first, about 1 min on 16 cores): about 10 in all.
+# A session's device time (15 min, the machine's start included) fits that once, with no room
+# to rerun, so the groups go in two calls, the newest and least verified work first:
+#   call 1: tests scale feed   (about 5 min)
+#   call 2: bench amp train    (about 6 min)
 set -uo pipefail
 out=/tmp/lockstep-logs
 mkdir -p "$out"
