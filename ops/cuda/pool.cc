@@ -47,7 +47,9 @@ PoolGeometry BackwardGeometry(const Node& node) {
   return GeometryOf(node, node.output(0)->shape(), node.inputs[0]->shape());
 }
 
-// MaxPool: x -> y; MaxPoolWithArgmax: x -> (y, argmax), 4 bytes per element of y.
+// MaxPool: x -> y; MaxPoolWithArgmax: x -> (y, argmax), 4 bytes per element of y, stored as y is
+// (the argmax is declared plain, but it is the kernels' own: only MaxPoolGradWithArgmax reads
+// it, with dy stored as y, so channels-last data index it without strided accesses).
 template <typename T>
 class MaxPoolKernel : public Kernel {
  public:
@@ -176,7 +178,7 @@ KernelFactory PoolFactory(Args... args) {
 }
 
 // Windowed pooling takes NHWC where the data can have it (16-bit, NhwcWhereEligible; the
-// argmax, int32, stays plain); global pooling indexes planes, plain.
+// argmax, int32, is declared plain and stored as y); global pooling indexes planes, plain.
 template <template <typename> class K, typename... Args>
 bool RegisterPool(const char* op, LayoutFn layouts, Args... args) {
   KernelRegistry& registry = KernelRegistry::Global();

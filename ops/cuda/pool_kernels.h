@@ -15,7 +15,8 @@
 namespace lockstep::cuda {
 
 // T is float, __half or __nv_bfloat16; windows are summed and compared in float.
-// y and, when argmax is not null, the window index (kh * KW + kw) of each output's maximum.
+// y and, when argmax is not null, the window index (kh * KW + kw) of each output's maximum,
+// stored as y is.
 template <typename T>
 cudaError_t LaunchMaxPool(const T* x, const math::PoolGeometry& g, T* y, int32_t* argmax,
                           cudaStream_t stream);

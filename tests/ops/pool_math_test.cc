@@ -17,11 +17,11 @@ TEST(PoolWindowMathTest, CoveringOutputsAndDivisors) {
   for (int kernel : {1, 2, 3}) {
     for (int stride : {1, 2, 3}) {
       for (int pad = 0; 2 * pad <= kernel; ++pad) {
-        const int64_t size = 9, outputs = (size + 2 * pad - kernel) / stride + 1;
-        for (int64_t i = 0; i < size; ++i) {
-          int64_t first = 0, last = 0;
+        const int32_t size = 9, outputs = (size + 2 * pad - kernel) / stride + 1;
+        for (int32_t i = 0; i < size; ++i) {
+          int32_t first = 0, last = 0;  // as the GPU kernels compute it where indices fit
           math::CoveringOutputs(i, kernel, stride, pad, outputs, &first, &last);
-          for (int64_t o = 0; o < outputs; ++o) {
+          for (int32_t o = 0; o < outputs; ++o) {
             const bool covers = o * stride - pad <= i && i < o * stride - pad + kernel;
             EXPECT_EQ(covers, o >= first && o <= last)
                 << "k" << kernel << " s" << stride << " p" << pad << " i" << i << " o" << o;
@@ -48,21 +48,22 @@ TEST(PoolWindowMathTest, CoveringOutputsAndDivisors) {
   EXPECT_EQ(math::AvgDivisor(g, 0, 0), 9);
 }
 
-// Storage offsets of (n, c, h, w), plain and channels-last, and back.
-TEST(PoolWindowMathTest, ElementOffsetsAndTheirInverse) {
-  const int64_t kN = 2, kC = 3, kH = 4, kW = 5;
+// Storage offsets of (n, c, h, w), plain and channels-last, and back, in either index type.
+template <typename I>
+void ExpectOffsetsAndTheirInverse() {
+  const I kN = 2, kC = 3, kH = 4, kW = 5;
   for (bool channels_last : {false, true}) {
     std::vector<bool> seen(kN * kC * kH * kW, false);
-    for (int64_t n = 0; n < kN; ++n) {
-      for (int64_t c = 0; c < kC; ++c) {
-        for (int64_t h = 0; h < kH; ++h) {
-          for (int64_t w = 0; w < kW; ++w) {
-            const int64_t offset = math::ElementOffset(n, c, h, w, kC, kH, kW, channels_last);
-            const int64_t expected =
+    for (I n = 0; n < kN; ++n) {
+      for (I c = 0; c < kC; ++c) {
+        for (I h = 0; h < kH; ++h) {
+          for (I w = 0; w < kW; ++w) {
+            const I offset = math::ElementOffset(n, c, h, w, kC, kH, kW, channels_last);
+            const I expected =
                 channels_last ? ((n * kH + h) * kW + w) * kC + c : ((n * kC + c) * kH + h) * kW + w;
             ASSERT_EQ(offset, expected);
             seen[offset] = true;
-            const math::Element4 at = math::ElementAt(offset, kC, kH, kW, channels_last);
+            const math::Element4Of<I> at = math::ElementAt(offset, kC, kH, kW, channels_last);
             EXPECT_EQ(at.n, n);
             EXPECT_EQ(at.c, c);
             EXPECT_EQ(at.h, h);
@@ -73,6 +74,11 @@ TEST(PoolWindowMathTest, ElementOffsetsAndTheirInverse) {
     }
     EXPECT_EQ(std::count(seen.begin(), seen.end(), true), kN * kC * kH * kW);
   }
+}
+
+TEST(PoolWindowMathTest, ElementOffsetsAndTheirInverse) {
+  ExpectOffsetsAndTheirInverse<int64_t>();
+  ExpectOffsetsAndTheirInverse<int32_t>();
 }
 
 }  // namespace
