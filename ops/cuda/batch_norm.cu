@@ -331,6 +331,7 @@ cudaError_t LaunchNhwcBatchNorm(const T* x, int64_t rows, int64_t channels, floa
                                 float epsilon, const NormForwardVectors& v,
                                 const ChannelPartials& partials, T* y, uint8_t* mask,
                                 cudaStream_t stream) {
+  if (rows == 0 || channels == 0) return cudaSuccess;
   return PairsFit(channels, x, y, mask) ? NhwcBatchNorm<T, 2>(x, rows, channels, momentum, epsilon,
                                                               v, partials, y, mask, stream)
                                         : NhwcBatchNorm<T, 1>(x, rows, channels, momentum, epsilon,
@@ -341,6 +342,7 @@ template <typename T>
 cudaError_t LaunchNhwcBatchNormGrad(const T* x, const T* dy, const uint8_t* mask, int64_t rows,
                                     int64_t channels, float epsilon, const NormBackwardVectors& v,
                                     const ChannelPartials& partials, T* dx, cudaStream_t stream) {
+  if (rows == 0 || channels == 0) return cudaSuccess;
   return PairsFit(channels, x, dy, mask, static_cast<const T*>(dx))
              ? NhwcBatchNormGrad<T, 2>(x, dy, mask, rows, channels, epsilon, v, partials, dx,
                                        stream)

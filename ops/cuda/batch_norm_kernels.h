@@ -38,7 +38,7 @@ struct ChannelPartials {
 // How many chunks of rows the sums use: about 1024 blocks of 64 channels in all, each with at
 // least 128 rows.
 inline int64_t ChannelChunks(int64_t rows, int64_t channels) {
-  const int64_t tiles = (channels + 63) / 64;
+  const int64_t tiles = channels > 0 ? (channels + 63) / 64 : 1;
   const int64_t wanted = tiles >= 1024 ? 1 : 1024 / tiles;
   const int64_t most = (rows + 127) / 128;
   return wanted < most ? wanted : (most > 0 ? most : 1);

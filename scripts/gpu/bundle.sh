@@ -5,11 +5,19 @@
 # in one compressed tarball (the device tool carries 64 MiB at most). scripts/gpu/run.sh unpacks
 # it there.
 #
-# Usage: bash scripts/gpu/bundle.sh OUT.tar.xz BINARY...
+# Usage: bash scripts/gpu/bundle.sh OUT.tar.xz [BINARY...]
+# Without binaries, the ones scripts/gpu/checks.sh runs, from the CUDA build in build/.
 set -euo pipefail
 out=$(realpath -m "$1")
 shift
-peers=$(dirname "$0")/../../../shared/peers
+root=$(dirname "$0")/../..
+if (($# == 0)); then
+  set -- "$root"/build/tests/ops/ops_cuda_test "$root"/build/tests/train/train_cuda_test \
+    "$root"/build/tests/parallel/{data_parallel_test,parallel_cuda_test} \
+    "$root"/build/examples/{lockstep-train,lockstep-make-sample,lockstep-ckpt} \
+    "$root"/build/bench/lockstep-bench-resnet
+fi
+peers=$root/../shared/peers
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
