@@ -80,6 +80,8 @@ absl::StatusOr<EnvOptions> ParseEnvOptions(const Lookup& lookup) {
   options.dump_dir = Value(lookup, "LOCKSTEP_DUMP_GRAPH").value_or("");
   LS_ASSIGN_OR_RETURN(std::optional<bool> tf32, Switch(lookup, "LOCKSTEP_CUDA_TF32"));
   if (tf32.has_value()) options.math.allow_tf32 = *tf32;
+  LS_ASSIGN_OR_RETURN(std::optional<bool> deterministic, Switch(lookup, "LOCKSTEP_DETERMINISTIC"));
+  if (deterministic.has_value()) options.math.deterministic = *deterministic;
   return options;
 }
 

@@ -13,6 +13,8 @@
 //   LOCKSTEP_DUMP_GRAPH            a directory: each graph as text before and after every pass
 //   LOCKSTEP_CUDA_TF32             1: float32 convolutions and matmuls may use TF32 (default);
 //                                  0: full float32
+//   LOCKSTEP_DETERMINISTIC         1: runs repeat bit for bit (default); 0: cuDNN may choose
+//                                  faster convolution algorithms whose sums vary run to run
 //   OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK: set by mpirun (Open MPI) or a PMIx / PMI
 //                                  launcher such as srun: parallel::Init starts MPI
 //
@@ -35,7 +37,7 @@ struct EnvOptions {
   bool overlap_communication = true;
   // For every graph the binary compiles: CompileOptions::dump_dir and, in its config, the math.
   std::string dump_dir;
-  Float32MathOptions math;
+  MathOptions math;
 };
 
 // From the process environment.

@@ -382,7 +382,8 @@ std::vector<parallel::Setting> SettingsThatMustMatch(const Flags& f, const EnvOp
           {"--keep-max", absl::StrCat(f.keep_max)},
           {"--on-save-error", f.on_save_error},
           {"--resume given", given(f.resume)},
-          {"LOCKSTEP_CUDA_TF32", env.math.allow_tf32 ? "1" : "0"}};
+          {"LOCKSTEP_CUDA_TF32", env.math.allow_tf32 ? "1" : "0"},
+          {"LOCKSTEP_DETERMINISTIC", env.math.deterministic ? "1" : "0"}};
 }
 
 struct Data {

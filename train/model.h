@@ -69,7 +69,7 @@ struct ModelOptions {
   // need it; the model's collectives run in communication groups of its own over it.
   std::optional<parallel::Context> context;
   // What the passes and kernels of every graph the model compiles read, besides what the model
-  // sets itself (e.g. Float32MathOptions, ops/math_options.h).
+  // sets itself (e.g. MathOptions, ops/math_options.h).
   PassConfig config;
   // Set: each compilation writes its graph there as text before and after every pass.
   std::string dump_dir;

@@ -66,19 +66,20 @@ LayoutChoice ConvLayouts(const Node& node, const std::vector<Layout>&,
       cuda::NhwcIfEligible);
 }
 
-// The first (fastest by cuDNN's heuristics) deterministic algorithm within the workspace cap.
-// Some shapes have none (backward data of a strided 1x1 convolution, ResNet-50's downsample):
-// then the fastest one within the cap, whose atomics may sum in another order each run.
+// The first (fastest by cuDNN's heuristics) deterministic algorithm within the workspace cap;
+// with `deterministic` off (MathOptions), the first within the cap. Some shapes have no
+// deterministic one (backward data of a strided 1x1 convolution, ResNet-50's downsample): then
+// the fastest one within the cap, whose atomics may sum in another order each run.
 // Heuristics rather than timing (cuDNN's Find, PyTorch's cudnn.benchmark): timing can choose
 // differently in two processes, so their results would differ in the last bits, and on an H100
 // it made ResNet-50's convolutions no faster (BENCHMARKS.md).
 template <typename Perf>
 absl::StatusOr<Perf> Choose(const std::array<Perf, kMaxAlgorithms>& perfs, int returned,
-                            const std::string& name) {
+                            const std::string& name, bool deterministic) {
   const Perf* fastest = nullptr;
   for (int i = 0; i < returned; ++i) {
     if (perfs[i].status != CUDNN_STATUS_SUCCESS || perfs[i].memory > kMaxWorkspace) continue;
-    if (perfs[i].determinism == CUDNN_DETERMINISTIC) return perfs[i];
+    if (!deterministic || perfs[i].determinism == CUDNN_DETERMINISTIC) return perfs[i];
     if (fastest == nullptr) fastest = &perfs[i];
   }
   if (fastest == nullptr) {
@@ -95,9 +96,10 @@ absl::StatusOr<Perf> Choose(const std::array<Perf, kMaxAlgorithms>& perfs, int r
 class ConvKernel : public Kernel {
  public:
   static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node, Direction direction,
-                                                        bool allow_tf32) {
-    auto kernel = std::unique_ptr<ConvKernel>(new ConvKernel(direction, node.Describe()));
-    LS_RETURN_IF_ERROR(kernel->Build(node, allow_tf32));
+                                                        const KernelContext& ctx) {
+    auto kernel = std::unique_ptr<ConvKernel>(
+        new ConvKernel(direction, node.Describe(), cuda::Deterministic(ctx)));
+    LS_RETURN_IF_ERROR(kernel->Build(node, cuda::AllowTf32(ctx)));
     return kernel;
   }
 
@@ -106,8 +108,8 @@ class ConvKernel : public Kernel {
   absl::Status Run(const KernelIO& io) override { return Launch(io); }
 
  private:
-  ConvKernel(Direction direction, std::string name)
-      : direction_(direction), name_(std::move(name)) {}
+  ConvKernel(Direction direction, std::string name, bool deterministic)
+      : direction_(direction), name_(std::move(name)), deterministic_(deterministic) {}
 
   // Descriptors from the node's shapes and attributes, checked against cuDNN's idea of the
   // output, then the algorithm.
@@ -152,7 +154,7 @@ class ConvKernel : public Kernel {
     CUDNN_RETURN_IF_ERROR(
         cudnnGetConvolutionForwardAlgorithm_v7(handle, x_.get(), w_.get(), conv_.get(), y_.get(),
                                                kMaxAlgorithms, &returned, perfs.data()));
-    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned, name_));
+    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned, name_, deterministic_));
     forward_ = perf.algo;
     CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_.get(), perf.mathType));
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(
@@ -167,7 +169,7 @@ class ConvKernel : public Kernel {
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         handle, w_.get(), y_.get(), conv_.get(), x_.get(), kMaxAlgorithms, &returned,
         perfs.data()));
-    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned, name_));
+    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned, name_, deterministic_));
     backward_data_ = perf.algo;
     CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_.get(), perf.mathType));
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataWorkspaceSize(
@@ -182,7 +184,7 @@ class ConvKernel : public Kernel {
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         handle, x_.get(), y_.get(), conv_.get(), w_.get(), kMaxAlgorithms, &returned,
         perfs.data()));
-    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned, name_));
+    LS_ASSIGN_OR_RETURN(auto perf, Choose(perfs, returned, name_, deterministic_));
     backward_filter_ = perf.algo;
     CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv_.get(), perf.mathType));
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterWorkspaceSize(
@@ -218,7 +220,8 @@ class ConvKernel : public Kernel {
   }
 
   Direction direction_;
-  std::string name_;  // "Conv2D node 'layer1/conv_3' (#3)", for the warning above
+  std::string name_;    // "Conv2D node 'layer1/conv_3' (#3)", for the warning above
+  bool deterministic_;  // MathOptions::deterministic
   TensorDesc x_, y_;
   FilterDesc w_;
   ConvDesc conv_;
@@ -230,7 +233,7 @@ class ConvKernel : public Kernel {
 
 KernelFactory ConvFactory(Direction direction) {
   return [direction](const Node& node, const KernelContext& ctx) {
-    return ConvKernel::Create(node, direction, cuda::AllowTf32(ctx));
+    return ConvKernel::Create(node, direction, ctx);
   };
 }
 

@@ -30,8 +30,13 @@ absl::Status CublasErrorStatus(cublasStatus_t status, const char* call, const ch
 }
 
 bool AllowTf32(const KernelContext& ctx) {
-  const Float32MathOptions* math = ctx.config.Get<Float32MathOptions>();
+  const MathOptions* math = ctx.config.Get<MathOptions>();
   return math == nullptr || math->allow_tf32;
+}
+
+bool Deterministic(const KernelContext& ctx) {
+  const MathOptions* math = ctx.config.Get<MathOptions>();
+  return math == nullptr || math->deterministic;
 }
 
 absl::StatusOr<cudnnHandle_t> CudnnHandle(cudaStream_t stream) {

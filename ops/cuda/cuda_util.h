@@ -22,9 +22,12 @@ absl::Status CudnnErrorStatus(cudnnStatus_t status, const char* call, const char
 absl::Status CublasErrorStatus(cublasStatus_t status, const char* call, const char* file, int line);
 
 // Whether float32 convolutions and matmuls may use TF32 tensor cores: the compilation's
-// Float32MathOptions (ops/math_options.h), allowed when it sets none. Read when a kernel is
+// MathOptions (ops/math_options.h), allowed when it sets none. Read when a kernel is
 // built.
 bool AllowTf32(const KernelContext& ctx);
+// Whether kernels must repeat their bits run after run (MathOptions::deterministic); yes when
+// the compilation sets nothing.
+bool Deterministic(const KernelContext& ctx);
 
 inline cudaStream_t StreamOf(const KernelIO& io) { return static_cast<cudaStream_t>(io.stream); }
 

@@ -100,6 +100,10 @@ amp() {
       --amp-dtype "$dtype"
     step "amp_torch_${dtype}_b256" python3 /tmp/lockstep/torch_resnet_gpu.py 256 30 "$dtype" nhwc
   done
+  # What the convolutions' determinism costs: cuDNN's fastest algorithms, atomics allowed.
+  step amp_lockstep_bf16_b256_any_algorithm env LOCKSTEP_DETERMINISTIC=0 lockstep-bench-resnet \
+    --device cuda --model resnet50 --size 224 --batch 256 --classes 1000 --steps 30 --warmup 10 \
+    --amp-level O2 --amp-dtype bf16
   step amp_lockstep_profile lockstep-bench-resnet --device cuda --model resnet50 --size 224 \
     --batch 256 --classes 1000 --steps 10 --warmup 3 --amp-level O2 --amp-dtype bf16 --profile
 }

@@ -29,6 +29,7 @@ TEST(EnvOptionsTest, DefaultsWhenUnset) {
   EXPECT_TRUE(options->overlap_communication);
   EXPECT_EQ(options->dump_dir, "");
   EXPECT_TRUE(options->math.allow_tf32);
+  EXPECT_TRUE(options->math.deterministic);
 }
 
 TEST(EnvOptionsTest, ValuesAsDocumented) {
@@ -37,7 +38,8 @@ TEST(EnvOptionsTest, ValuesAsDocumented) {
                                               {"LOCKSTEP_ALLREDUCE_SEGMENT_MB", "0.5"},
                                               {"LOCKSTEP_OVERLAP_COMM", "0"},
                                               {"LOCKSTEP_DUMP_GRAPH", "/tmp/dumps"},
-                                              {"LOCKSTEP_CUDA_TF32", "0"}});
+                                              {"LOCKSTEP_CUDA_TF32", "0"},
+                                              {"LOCKSTEP_DETERMINISTIC", "0"}});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_TRUE(options->init.mpi);
   EXPECT_EQ(options->init.comm.collective_timeout, milliseconds(2500));
@@ -45,6 +47,7 @@ TEST(EnvOptionsTest, ValuesAsDocumented) {
   EXPECT_FALSE(options->overlap_communication);
   EXPECT_EQ(options->dump_dir, "/tmp/dumps");
   EXPECT_FALSE(options->math.allow_tf32);
+  EXPECT_FALSE(options->math.deterministic);
   // 0 sends each AllReduce as one call; an empty value counts as unset.
   options = Parse({{"LOCKSTEP_ALLREDUCE_SEGMENT_MB", "0"}, {"LOCKSTEP_COLLECTIVE_TIMEOUT_S", ""}});
   ASSERT_TRUE(options.ok()) << options.status();
@@ -73,6 +76,7 @@ TEST(EnvOptionsTest, MalformedValuesAreRefusedByName) {
        "LOCKSTEP_ALLREDUCE_SEGMENT_MB=2MB"},
       {"LOCKSTEP_OVERLAP_COMM='yes' is not 1 or 0", "LOCKSTEP_OVERLAP_COMM=yes"},
       {"LOCKSTEP_CUDA_TF32='off' is not 1 or 0", "LOCKSTEP_CUDA_TF32=off"},
+      {"LOCKSTEP_DETERMINISTIC='no' is not 1 or 0", "LOCKSTEP_DETERMINISTIC=no"},
   };
   for (const auto& [message, assignment] : cases) {
     const size_t equals = assignment.find('=');

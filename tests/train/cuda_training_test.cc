@@ -33,7 +33,7 @@ struct StepCase {
   parallel::ParallelMode mode = parallel::ParallelMode::kStandAlone;
 };
 
-Model ModelOn(Device device, const StepCase& c, const Float32MathOptions& math = {}) {
+Model ModelOn(Device device, const StepCase& c, const MathOptions& math = {}) {
   ModelOptions options{.batch_size = kBatch,
                        .image_shape = {3, c.size, c.size},
                        .seed = 7,
@@ -78,7 +78,7 @@ absl::StatusOr<Tensor> GradientOrState(const Model& model, const ParameterSpec& 
   return model.train_executor()->ReadOutput(GradientName(spec.name));
 }
 
-// With TF32 off (Float32MathOptions, read when kernels are built) the GPU computes in full
+// With TF32 off (MathOptions, read when kernels are built) the GPU computes in full
 // float32 and agrees with the CPU to 1e-2 of every gradient's norm. With TF32 on (the default, as
 // PyTorch's for convolutions) rounding compounds through the backward: up to 20% on ResNet-18's
 // stem at 32x32, measured on an H100.
