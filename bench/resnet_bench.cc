@@ -4,7 +4,8 @@
 // median of the timed steps).
 //
 //   [mpirun -n 2] lockstep-bench-resnet [--model resnet50,resnet18] [--size 64,224] [--batch 8]
-//                         [--steps 5] [--threads 2] [--profile] [--conv] [--no-fuse] [--paced]
+//                         [--steps 5] [--threads 2] [--profile [--profile-nodes 12]] [--conv]
+//                         [--no-fuse] [--paced]
 //                         [--data-parallel] [--device cpu|cuda]
 //                         [--fusion-threshold-mb 25]
 //
@@ -16,7 +17,8 @@
 // --paced runs each step (warm-up included) when a line arrives on stdin and prints its time:
 // bench/paced_vs_torch.py alternates these steps with torch's, so both meet the same machine.
 //
-// --profile times every kernel of the step and prints where the time goes, by op and by node.
+// --profile times every kernel of the step and prints where the time goes, by op and by the
+// --profile-nodes slowest nodes.
 // --conv compares each convolution inside the graph (GFLOP/s) with the bare oneDNN primitive on
 // the same shapes and layouts, its weights already in the primitive's preferred layout, timed
 // twice: rerun back to back (hot: its operands stay in the caches, which a step never has for
@@ -61,6 +63,7 @@ struct BenchConfig {
   int threads = 2;
   int64_t classes = 10;
   bool profile = false;
+  int profile_nodes = 12;
   bool conv = false;
   bool no_fuse = false;
   bool paced = false;
@@ -247,7 +250,7 @@ void PrintConvComparison(const Executor& executor, int steps) {
 
 // Where the time goes, by op and by node. On a GPU the kernel times come from CUDA events, so
 // the rest of the median step is time the device sat idle: launch gaps and host work.
-void PrintProfile(const Executor& executor, int steps, double median_step) {
+void PrintProfile(const Executor& executor, int steps, double median_step, size_t slowest) {
   std::map<std::string, double> by_op;
   double total = 0.0;
   std::vector<Executor::NodeTime> nodes = executor.Profile();
@@ -267,8 +270,8 @@ void PrintProfile(const Executor& executor, int steps, double median_step) {
   std::sort(nodes.begin(), nodes.end(),
             [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
   std::cout << "  slowest nodes:\n";
-  for (size_t i = 0; i < std::min<size_t>(nodes.size(), 12); ++i) {
-    std::cout << absl::StrFormat("  %-60s %8.2f ms\n", nodes[i].node->name,
+  for (size_t i = 0; i < std::min(nodes.size(), slowest); ++i) {
+    std::cout << absl::StrFormat("  %-60s %8.3f ms\n", nodes[i].node->name,
                                  nodes[i].seconds / steps * 1e3);
   }
 }
@@ -350,7 +353,10 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
         times.loss);
   }
   std::cout << std::flush;
-  if (config.profile) PrintProfile(*model.train_executor(), config.steps, median);
+  if (config.profile) {
+    PrintProfile(*model.train_executor(), config.steps, median,
+                 static_cast<size_t>(config.profile_nodes));
+  }
   if (config.conv) PrintConvComparison(*model.train_executor(), config.steps);
   return absl::OkStatus();
 }
@@ -376,6 +382,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", config.threads, "OpenMP threads (per rank)")->capture_default_str();
   app.add_option("--classes", config.classes, "classes")->capture_default_str();
   app.add_flag("--profile", config.profile, "time every kernel");
+  app.add_option("--profile-nodes", config.profile_nodes, "how many of the slowest nodes to list")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--conv", config.conv, "convolutions in the graph against bare oneDNN");
   app.add_flag("--no-fuse", config.no_fuse, "compile without fused kernels (to measure them)");
   app.add_flag("--paced", config.paced,

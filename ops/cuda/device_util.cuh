@@ -38,29 +38,40 @@ struct alignas(sizeof(E) * V) Pack {
   E at[V];
 };
 
-// The unsigned integer as wide as a pack, which moves it in one access (a pack of 16-bit
+// The word that moves a pack, or a 16-byte part of a larger one, in one access (a pack of 16-bit
 // floats, whose assignment is elementwise, would be stored one element at a time).
 template <size_t kBytes>
 using WordOf = std::conditional_t<
     kBytes == 1, uint8_t,
-    std::conditional_t<kBytes == 2, uint16_t, std::conditional_t<kBytes == 4, uint32_t, uint64_t>>>;
+    std::conditional_t<kBytes == 2, uint16_t,
+                       std::conditional_t<kBytes == 4, uint32_t,
+                                          std::conditional_t<kBytes == 8, uint64_t, uint4>>>>;
+template <typename P>
+inline constexpr size_t kWordBytes = sizeof(P) < 16 ? sizeof(P) : 16;
 
 // Elements i .. i + V - 1; data + i must be aligned to the pack (PacksFit).
 template <int V, typename E>
 __device__ inline Pack<E, V> LoadPack(const E* data, int64_t i) {
-  using Word = WordOf<sizeof(Pack<E, V>)>;
-  const Word word = *reinterpret_cast<const Word*>(data + i);
-  Pack<E, V> pack;
-  memcpy(&pack, &word, sizeof(word));
+  using P = Pack<E, V>;
+  using Word = WordOf<kWordBytes<P>>;
+  Word words[sizeof(P) / sizeof(Word)];
+  for (size_t j = 0; j < sizeof(P) / sizeof(Word); ++j) {
+    words[j] = reinterpret_cast<const Word*>(data + i)[j];
+  }
+  P pack;
+  memcpy(&pack, words, sizeof(pack));
   return pack;
 }
 
 template <int V, typename E>
 __device__ inline void StorePack(E* data, int64_t i, const Pack<E, V>& pack) {
-  using Word = WordOf<sizeof(Pack<E, V>)>;
-  Word word;
-  memcpy(&word, &pack, sizeof(word));
-  *reinterpret_cast<Word*>(data + i) = word;
+  using P = Pack<E, V>;
+  using Word = WordOf<kWordBytes<P>>;
+  Word words[sizeof(P) / sizeof(Word)];
+  memcpy(words, &pack, sizeof(pack));
+  for (size_t j = 0; j < sizeof(P) / sizeof(Word); ++j) {
+    reinterpret_cast<Word*>(data + i)[j] = words[j];
+  }
 }
 
 // Whether every pointer (null ones aside) is aligned to a pack of V of its elements.

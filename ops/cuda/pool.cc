@@ -3,7 +3,7 @@
 // gradients must route to the first maximum as the CPU's do (cuDNN breaks ties its own way and
 // has no argmax output), and gathering gradients per input keeps them deterministic. The
 // windowed ones index 16-bit data in NHWC where AssignLayouts gives it (as cuDNN's convolutions
-// and the batch norm around them keep it), so no reorder surrounds them; GlobalAvgPool is plain.
+// and the batch norm around them keep it), so no reorder surrounds them.
 
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_layouts.h"
@@ -144,29 +144,42 @@ class AvgPoolGradKernel : public Kernel {
   PoolGeometry g_;
 };
 
-// GlobalAvgPool (N, C, H, W) -> (N, C, 1, 1) and its gradient; `x` is the full-size side.
+// GlobalAvgPool x (N, C, H, W) -> (N, C, 1, 1) and its gradient to dx; x and dx are the
+// full-size side.
 template <typename T>
 class GlobalAvgPoolKernel : public Kernel {
  public:
   GlobalAvgPoolKernel(const Node& node, bool gradient)
-      : gradient_(gradient),
-        planes_(node.output()->shape()[0] * node.output()->shape()[1]),
-        plane_(gradient ? node.output()->shape()[2] * node.output()->shape()[3]
-                        : node.inputs[0]->shape()[2] * node.inputs[0]->shape()[3]) {}
+      : gradient_(gradient), g_(Geometry(gradient ? *node.output() : *node.inputs[0])) {}
   absl::Status Run(const KernelIO& io) override {
     const T* in = cuda::DataAs<const T>(io.inputs[0]);
     T* out = cuda::DataAs<T>(io.outputs[0]);
-    CUDA_RETURN_IF_ERROR(gradient_
-                             ? cuda::LaunchGlobalAvgPoolGrad(in, planes_, plane_, out, StreamOf(io))
-                             : cuda::LaunchGlobalAvgPool(in, planes_, plane_, out, StreamOf(io)));
+    CUDA_RETURN_IF_ERROR(gradient_ ? cuda::LaunchGlobalAvgPoolGrad(in, g_, out, StreamOf(io))
+                                   : cuda::LaunchGlobalAvgPool(in, g_, out, StreamOf(io)));
     return absl::OkStatus();
   }
 
  private:
+  static cuda::GlobalPoolGeometry Geometry(const Value& full) {
+    const Shape& s = full.shape();
+    return {.n = s[0],
+            .c = s[1],
+            .plane = s[2] * s[3],
+            .channels_last = full.layout == cuda::NhwcLayout()};
+  }
   bool gradient_;
-  int64_t planes_;  // N * C
-  int64_t plane_;   // H * W
+  cuda::GlobalPoolGeometry g_;
 };
+
+// Global pooling: the full-size side NHWC where eligible, as the convolution and batch norm
+// before it keep it (a reorder between them cost more than the pooling); the (N, C, 1, 1) side
+// plain, as the Flatten after it reads it.
+LayoutChoice GlobalPoolLayouts(const Node& node, const std::vector<Layout>&, const SharedLayouts&) {
+  const auto full_size = [](const Value& value) {
+    return value.shape()[2] * value.shape()[3] > 1 ? cuda::NhwcIfEligible(value) : Layout::kPlain;
+  };
+  return {{full_size(*node.inputs[0])}, {full_size(*node.output())}};
+}
 
 // Kernel<T> for `op`'s nodes of each float dtype.
 template <typename T, template <typename> class K, typename... Args>
@@ -178,7 +191,7 @@ KernelFactory PoolFactory(Args... args) {
 }
 
 // Windowed pooling takes NHWC where the data can have it (16-bit, NhwcWhereEligible; the
-// argmax, int32, is declared plain and stored as y); global pooling indexes planes, plain.
+// argmax, int32, is declared plain and stored as y).
 template <template <typename> class K, typename... Args>
 bool RegisterPool(const char* op, LayoutFn layouts, Args... args) {
   KernelRegistry& registry = KernelRegistry::Global();
@@ -206,8 +219,8 @@ bool RegisterPool(const char* op, LayoutFn layouts, Args... args) {
     RegisterPool<MaxPoolGradWithArgmaxKernel>("MaxPoolGradWithArgmax", cuda::NhwcWhereEligible),
     RegisterPool<AvgPoolKernel>("AvgPool", cuda::NhwcWhereEligible),
     RegisterPool<AvgPoolGradKernel>("AvgPoolGrad", cuda::NhwcWhereEligible),
-    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPool", PlainLayouts, false),
-    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPoolGrad", PlainLayouts, true),
+    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPool", GlobalPoolLayouts, false),
+    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPoolGrad", GlobalPoolLayouts, true),
 };
 
 }  // namespace

@@ -28,12 +28,16 @@ template <typename T>
 cudaError_t LaunchAvgPool(const T* x, const math::PoolGeometry& g, T* y, cudaStream_t stream);
 template <typename T>
 cudaError_t LaunchAvgPoolGrad(const T* dy, const math::PoolGeometry& g, T* dx, cudaStream_t stream);
-// (N, C, H, W) -> (N, C): the mean of each plane, and its gradient spread back evenly.
+// (N, C, H, W) -> (N, C): the mean of each plane, and its gradient spread back evenly. The
+// full-size side (x, or dx) is stored plain or channels-last; the other is (N, C) either way.
+struct GlobalPoolGeometry {
+  int64_t n, c, plane;  // plane: H * W
+  bool channels_last;
+};
 template <typename T>
-cudaError_t LaunchGlobalAvgPool(const T* x, int64_t planes, int64_t plane, T* y,
-                                cudaStream_t stream);
+cudaError_t LaunchGlobalAvgPool(const T* x, const GlobalPoolGeometry& g, T* y, cudaStream_t stream);
 template <typename T>
-cudaError_t LaunchGlobalAvgPoolGrad(const T* dy, int64_t planes, int64_t plane, T* dx,
+cudaError_t LaunchGlobalAvgPoolGrad(const T* dy, const GlobalPoolGeometry& g, T* dx,
                                     cudaStream_t stream);
 
 }  // namespace lockstep::cuda

@@ -304,18 +304,37 @@ Attrs Window(int64_t kernel, int64_t stride, int64_t padding) {
 
 TEST(LowPrecisionCudaTest, Pooling) {
   LS_SKIP_WITHOUT_GPU();
-  const Shape x = {2, 4, 9, 9};
   const Attrs window = Window(3, 2, 1);
+  Attrs with_argmax = window;
+  // Windowed pooling takes one channel a thread (4 channels), or packs of 8 channels of a pixel
+  // (16 and 24); the last shape's values tie in every window, whose gradient the first maximum
+  // takes.
+  std::vector<float> ties(2 * 24 * 9 * 9);
+  for (size_t i = 0; i < ties.size(); ++i) ties[i] = static_cast<float>(i % 3);
+  for (const GradCheckInput& x :
+       {GradCheckInput{.name = "x", .shape = {2, 4, 9, 9}},
+        GradCheckInput{.name = "x", .shape = {2, 16, 9, 9}},
+        GradCheckInput{.name = "x", .shape = {2, 24, 9, 9}, .values = ties}}) {
+    SCOPED_TRACE(ShapeToString(x.shape));
+    const Shape y = {x.shape[0], x.shape[1], 5, 5};
+    with_argmax.Set("input_shape", x.shape);
+    for (DType dtype : kLowDTypes) {
+      ExpectLowMatches(dtype, {{x}}, OneOp("MaxPool", window));
+      ExpectLowMatches(dtype, {{x}}, [&](Builder& b, const std::vector<Value*>& in) {
+        Value* pooled = b.Op1("MaxPool", in, window);
+        return std::vector<Value*>{b.Op1("MaxPoolGrad", {in[0], pooled}, window)};
+      });
+      ExpectLowMatches(dtype, {{x}}, [&](Builder& b, const std::vector<Value*>& in) {
+        std::vector<Value*> pooled = b.Op("MaxPoolWithArgmax", in, window);
+        if (pooled.size() != 2) return pooled;
+        return std::vector<Value*>{
+            pooled[0], b.Op1("MaxPoolGradWithArgmax", {pooled[0], pooled[1]}, with_argmax)};
+      });
+      ExpectLowMatches(dtype, {{x}}, OneOp("AvgPool", window));
+      ExpectLowMatches(dtype, {Low("dy", y)}, OneOp("AvgPoolGrad", with_argmax));
+    }
+  }
   for (DType dtype : kLowDTypes) {
-    ExpectLowMatches(dtype, {Low("x", x)}, OneOp("MaxPool", window));
-    ExpectLowMatches(dtype, {Low("x", x)}, [&](Builder& b, const std::vector<Value*>& in) {
-      Value* y = b.Op1("MaxPool", in, window);
-      return std::vector<Value*>{b.Op1("MaxPoolGrad", {in[0], y}, window)};
-    });
-    ExpectLowMatches(dtype, {Low("x", x)}, OneOp("AvgPool", window));
-    Attrs grad = window;
-    grad.Set("input_shape", x);
-    ExpectLowMatches(dtype, {Low("dy", {2, 4, 5, 5})}, OneOp("AvgPoolGrad", grad));
     ExpectLowMatches(dtype, {Low("x", {3, 16, 7, 7})}, OneOp("GlobalAvgPool"));
     ExpectLowMatches(dtype, {Low("dy", {3, 16, 1, 1})},
                      OneOp("GlobalAvgPoolGrad", {{"input_shape", Shape{3, 16, 7, 7}}}));

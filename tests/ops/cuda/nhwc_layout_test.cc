@@ -117,17 +117,21 @@ TEST(NhwcLayoutTest, ConvolutionsChooseNhwcForSixteenBitValues) {
   EXPECT_EQ(f32.outputs, (std::vector<Layout>{plain}));
 }
 
-// Batch norm and windowed pooling: the 16-bit data NHWC, batch norm's float32 (C) vectors and a
-// max pool's int32 argmax plain; global pooling indexes NCHW planes; float32 pools plain.
-TEST(NhwcLayoutTest, BatchNormAndWindowedPoolingAreNhwcGlobalPoolingPlain) {
+// Batch norm and pooling: the 16-bit data NHWC, batch norm's float32 (C) vectors and a max
+// pool's int32 argmax plain; global pooling's (N, C, 1, 1) side plain; float32 pools plain.
+TEST(NhwcLayoutTest, BatchNormAndPoolingAreNhwc) {
   const Layout nhwc = NhwcLayout(), plain = Layout::kPlain;
   const TensorType x = {{8, 16, 9, 9}, DType::kF16}, c = {{16}, DType::kF32};
   const LayoutChoice norm = HandNode("BatchNorm", {x, c, c, c, c}, {x, c, c, c, c}).Choose({nhwc});
   EXPECT_EQ(norm.inputs, (std::vector<Layout>{nhwc, plain, plain, plain, plain}));
   EXPECT_EQ(norm.outputs, (std::vector<Layout>{nhwc, plain, plain, plain, plain}));
-  const LayoutChoice global =
-      HandNode("GlobalAvgPool", {x}, {{{8, 16, 1, 1}, DType::kF16}}).Choose({nhwc});
-  EXPECT_EQ(global.inputs, (std::vector<Layout>{plain}));
+  const TensorType pooled = {{8, 16, 1, 1}, DType::kF16};
+  const LayoutChoice global = HandNode("GlobalAvgPool", {x}, {pooled}).Choose({nhwc});
+  EXPECT_EQ(global.inputs, (std::vector<Layout>{nhwc}));
+  EXPECT_EQ(global.outputs, (std::vector<Layout>{plain}));
+  const LayoutChoice global_grad = HandNode("GlobalAvgPoolGrad", {pooled}, {x}).Choose({nhwc});
+  EXPECT_EQ(global_grad.inputs, (std::vector<Layout>{plain}));
+  EXPECT_EQ(global_grad.outputs, (std::vector<Layout>{nhwc}));
 
   const TensorType y = {{8, 16, 5, 5}, DType::kBF16}, argmax = {{8, 16, 5, 5}, DType::kI32};
   const TensorType xb = {{8, 16, 9, 9}, DType::kBF16};
