@@ -35,6 +35,19 @@ inline constexpr bool kIsHalf<__half> = true;
 template <>
 inline constexpr bool kIsHalf<__nv_bfloat16> = true;
 
+// x as To: through float where either side is 16-bit (the conversions cuda_fp16.h and
+// cuda_bf16.h define), directly otherwise, so double -> int64 keeps its precision.
+template <typename To, typename From>
+__device__ inline To Converted(From x) {
+  if constexpr (kIsHalf<To>) {
+    return FromF32<To>(ToF32(x));
+  } else if constexpr (kIsHalf<From>) {
+    return static_cast<To>(ToF32(x));
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
 }  // namespace lockstep::cuda
 
 // Explicit instantiations of a launcher template for each element type.

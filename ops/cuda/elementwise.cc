@@ -2,14 +2,17 @@
 // ops/cuda/elementwise.cu on the device's compute stream. Each is a template on the element
 // type (float, __half, __nv_bfloat16), registered for f32, bf16 and f16. The element-wise ops
 // keep their first input's layout (NHWC activations stay NHWC); BiasAdd and its gradient, which
-// index channels, and Cast, whose output dtype may not have the input's layout, want plain.
+// index channels, want plain; Cast converts the layout as it converts the dtype (CastLayouts).
 
 #include <cstdint>
+#include <type_traits>
 
 #include "graph/kernel.h"
+#include "ops/cuda/cuda_layouts.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/elementwise_kernels.h"
+#include "ops/cuda/layout_kernels.h"
 #include "ops/kernel_shapes.h"
 
 namespace lockstep {
@@ -114,13 +117,45 @@ class FillKernel : public Kernel {
   float value_;
 };
 
+bool IsFloat(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
+}
+
+// Between float types, Cast takes its input in the layout it comes in and gives its output NHWC
+// where eligible, permuting as it converts: a float32 image or weight cast to 16 bits goes to its
+// convolution, and a 16-bit weight gradient back to float32, without a Reorder beside the Cast
+// (one kernel per weight and step, and the image read once). Other dtypes are plain.
+LayoutChoice CastLayouts(const Node& node, const std::vector<Layout>& producer_layouts,
+                         const SharedLayouts&) {
+  if (!IsFloat(node.inputs[0]->dtype()) || !IsFloat(node.output()->dtype())) {
+    return {{Layout::kPlain}, {Layout::kPlain}};
+  }
+  const Layout nhwc = cuda::NhwcLayout();
+  return {{producer_layouts[0] == nhwc ? nhwc : Layout::kPlain},
+          {cuda::NhwcIfEligible(*node.output())}};
+}
+
+template <typename T>
+inline constexpr bool kFloatElement =
+    std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
 template <typename From>
 class CastKernel : public Kernel {
  public:
-  explicit CastKernel(const Node&) {}
+  explicit CastKernel(const Node& node)
+      : permute_(node.inputs[0]->layout != node.output()->layout),
+        to_nhwc_(node.output()->layout == cuda::NhwcLayout()) {
+    if (permute_) {
+      const Shape& shape = node.output()->shape();
+      dims_ = {shape[0], shape[1], shape[2], shape[3]};
+    }
+  }
   absl::Status Run(const KernelIO& io) override {
     const From* x = DataAs<const From>(io.inputs[0]);  // any shape
     const Tensor& y = io.outputs[0];                   // same shape
+    if constexpr (kFloatElement<From>) {
+      if (permute_) return ConvertLayout(x, y, StreamOf(io));
+    }
     switch (y.dtype()) {
       case DType::kF32:
         return Convert(x, DataAs<float>(y), y.numel(), StreamOf(io));
@@ -146,6 +181,30 @@ class CastKernel : public Kernel {
     CUDA_RETURN_IF_ERROR(cuda::LaunchCast(x, y, n, stream));
     return absl::OkStatus();
   }
+
+  // Between plain and NHWC storage of a 4-D value, float types alone (CastLayouts).
+  absl::Status ConvertLayout(const From* x, const Tensor& y, cudaStream_t stream) const {
+    switch (y.dtype()) {
+      case DType::kF32:
+        return Permute(x, DataAs<float>(y), stream);
+      case DType::kBF16:
+        return Permute(x, DataAs<__nv_bfloat16>(y), stream);
+      case DType::kF16:
+        return Permute(x, DataAs<__half>(y), stream);
+      default:
+        return absl::InternalError(
+            absl::StrCat("Cast to ", DTypeName(y.dtype()), " cannot change the layout"));
+    }
+  }
+  template <typename To>
+  absl::Status Permute(const From* x, To* y, cudaStream_t stream) const {
+    CUDA_RETURN_IF_ERROR(cuda::LaunchCastNhwcPermute(x, y, dims_, to_nhwc_, stream));
+    return absl::OkStatus();
+  }
+
+  bool permute_;  // the input's layout differs from the output's
+  bool to_nhwc_;
+  std::array<int64_t, 4> dims_{};  // (N, C, H, W) where permute_
 };
 
 template <typename T>
@@ -212,7 +271,7 @@ bool RegisterFloat(const char* op, LayoutFn layouts) {
     RegisterFloat<FillKernel>("Fill", PlainLayouts),
     RegisterFloat<BiasAddKernel>("BiasAdd", PlainLayouts),
     RegisterFloat<BiasAddGradKernel>("BiasAddGrad", PlainLayouts),
-    RegisterFloat<CastKernel>("Cast", PlainLayouts),
+    RegisterFloat<CastKernel>("Cast", CastLayouts),
 };
 
 REGISTER_KERNEL({.op = "Cast",

@@ -77,23 +77,11 @@ struct ConstantOp {
   __device__ float operator()() const { return value; }
 };
 
-// Through float where either side is 16-bit (the conversions cuda_fp16.h and cuda_bf16.h
-// define), directly otherwise, so double -> int64 keeps its precision.
 template <typename From, typename To>
 struct CastFn {
   const From* x;  // (n)
   To* y;          // (n)
-  __device__ void operator()(int64_t i) const {
-    if constexpr (kIsHalf<From> || kIsHalf<To>) {
-      if constexpr (kIsHalf<To>) {
-        y[i] = FromF32<To>(ToF32(x[i]));
-      } else {
-        y[i] = static_cast<To>(ToF32(x[i]));
-      }
-    } else {
-      y[i] = static_cast<To>(x[i]);
-    }
-  }
+  __device__ void operator()(int64_t i) const { y[i] = Converted<To>(x[i]); }
 };
 
 template <typename T>

@@ -1,53 +1,75 @@
 #include <cstdint>
 
 #include "ops/cuda/device_util.cuh"
+#include "ops/cuda/element_type.cuh"
 #include "ops/cuda/layout_kernels.h"
 
 namespace lockstep::cuda {
 namespace {
 
-// Output element i of the permutation, elements moved as E (their bytes, whatever the dtype).
-// H and W move together, as one dimension of h * w positions; I is the index type: 32-bit where
-// the tensor fits, as integer division dominates the cost.
-template <typename E, bool kToNhwc, typename I>
+// Output element i of the permutation, converted from From to To (a Reorder moves elements as
+// unsigned integers of their size, whatever the dtype). H and W move together, as one dimension
+// of h * w positions; I is the index type: 32-bit where the tensor fits, as integer division
+// dominates the cost.
+template <typename From, typename To, bool kToNhwc, typename I>
 struct NhwcPermuteFn {
-  const E* from;  // (N, C, H, W) or (N, H, W, C)
-  E* to;          // the other
+  const From* from;  // (N, C, H, W) or (N, H, W, C)
+  To* to;            // the other
   I c, hw;
   __device__ void operator()(int64_t index) const {
     const I i = static_cast<I>(index);
     if (kToNhwc) {  // i = (n * hw + p) * c + ch
       const I q = i / c, ch = i - q * c, n = q / hw, p = q - n * hw;
-      to[i] = from[(n * c + ch) * hw + p];
+      to[i] = Converted<To>(from[(n * c + ch) * hw + p]);
     } else {  // i = (n * c + ch) * hw + p
       const I q = i / hw, p = i - q * hw, n = q / c, ch = q - n * c;
-      to[i] = from[(n * hw + p) * c + ch];
+      to[i] = Converted<To>(from[(n * hw + p) * c + ch]);
     }
   }
 };
 
-template <typename E, typename I>
-cudaError_t Permute(const void* from, void* to, const std::array<int64_t, 4>& d, bool to_nhwc,
+template <typename From, typename To, typename I>
+cudaError_t Permute(const From* from, To* to, const std::array<int64_t, 4>& d, bool to_nhwc,
                     cudaStream_t stream) {
   const int64_t n = d[0] * d[1] * d[2] * d[3];
-  const auto* src = static_cast<const E*>(from);
-  auto* dst = static_cast<E*>(to);
   const I c = static_cast<I>(d[1]), hw = static_cast<I>(d[2] * d[3]);
-  if (to_nhwc) return ForEachIndex(n, stream, NhwcPermuteFn<E, true, I>{src, dst, c, hw});
-  return ForEachIndex(n, stream, NhwcPermuteFn<E, false, I>{src, dst, c, hw});
+  if (to_nhwc) return ForEachIndex(n, stream, NhwcPermuteFn<From, To, true, I>{from, to, c, hw});
+  return ForEachIndex(n, stream, NhwcPermuteFn<From, To, false, I>{from, to, c, hw});
+}
+
+template <typename From, typename To>
+cudaError_t Permute(const From* from, To* to, const std::array<int64_t, 4>& d, bool to_nhwc,
+                    cudaStream_t stream) {
+  const int64_t n = d[0] * d[1] * d[2] * d[3];
+  if (n <= static_cast<int64_t>(UINT32_MAX)) {
+    return Permute<From, To, uint32_t>(from, to, d, to_nhwc, stream);
+  }
+  return Permute<From, To, int64_t>(from, to, d, to_nhwc, stream);
 }
 
 template <typename E>
 cudaError_t Permute(const void* from, void* to, const std::array<int64_t, 4>& d, bool to_nhwc,
                     cudaStream_t stream) {
-  const int64_t n = d[0] * d[1] * d[2] * d[3];
-  if (n <= static_cast<int64_t>(UINT32_MAX)) {
-    return Permute<E, uint32_t>(from, to, d, to_nhwc, stream);
-  }
-  return Permute<E, int64_t>(from, to, d, to_nhwc, stream);
+  return Permute(static_cast<const E*>(from), static_cast<E*>(to), d, to_nhwc, stream);
 }
 
 }  // namespace
+
+template <typename From, typename To>
+cudaError_t LaunchCastNhwcPermute(const From* from, To* to, const std::array<int64_t, 4>& dims,
+                                  bool to_nhwc, cudaStream_t stream) {
+  return Permute(from, to, dims, to_nhwc, stream);
+}
+
+#define LS_INSTANTIATE_CAST_PERMUTE(From)                                                         \
+  template cudaError_t LaunchCastNhwcPermute(const From*, float*, const std::array<int64_t, 4>&,  \
+                                             bool, cudaStream_t);                                 \
+  template cudaError_t LaunchCastNhwcPermute(const From*, __half*, const std::array<int64_t, 4>&, \
+                                             bool, cudaStream_t);                                 \
+  template cudaError_t LaunchCastNhwcPermute(const From*, __nv_bfloat16*,                         \
+                                             const std::array<int64_t, 4>&, bool, cudaStream_t)
+LS_FOR_EACH_FLOAT_ELEMENT(LS_INSTANTIATE_CAST_PERMUTE);
+#undef LS_INSTANTIATE_CAST_PERMUTE
 
 cudaError_t LaunchNhwcPermute(const void* from, void* to, const std::array<int64_t, 4>& dims,
                               size_t element_bytes, bool to_nhwc, cudaStream_t stream) {

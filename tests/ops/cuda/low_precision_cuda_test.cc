@@ -88,12 +88,16 @@ const Shape kShape = {4, 8, 5, 3};
 TEST(LowPrecisionCudaTest, CastBetweenFloatTypes) {
   LS_SKIP_WITHOUT_GPU();
   for (DType dtype : kLowDTypes) {
-    // f32 -> dtype -> the other 16-bit type -> f32: each step rounds to nearest even.
+    // f32 -> dtype -> the other 16-bit type -> f32: each step rounds to nearest even. 4-D
+    // values are cast to 16 bits into NHWC, between 16-bit types in place, and back to plain.
     const std::string other = dtype == DType::kBF16 ? "f16" : "bf16";
-    ExpectLowMatches(dtype, {Low("x", {1000})}, [&](Builder& b, const std::vector<Value*>& in) {
-      Value* y = b.Op1("Cast", {in[0]}, {{"dtype", other}});
-      return std::vector<Value*>{b.Op1("Cast", {y}, {{"dtype", std::string("f32")}})};
-    });
+    for (const Shape& x : {Shape{1000}, Shape{2, 8, 5, 3}, Shape{3, 3, 7, 7}}) {
+      SCOPED_TRACE(ShapeToString(x));
+      ExpectLowMatches(dtype, {Low("x", x)}, [&](Builder& b, const std::vector<Value*>& in) {
+        Value* y = b.Op1("Cast", {in[0]}, {{"dtype", other}});
+        return std::vector<Value*>{b.Op1("Cast", {y}, {{"dtype", std::string("f32")}})};
+      });
+    }
   }
 }
 

@@ -149,6 +149,27 @@ TEST(NhwcLayoutTest, BatchNormAndPoolingAreNhwc) {
   EXPECT_EQ(f32.outputs, (std::vector<Layout>{plain}));
 }
 
+// Cast gives a 16-bit 4-D output NHWC, permuting as it converts; float32, other shapes and
+// other dtypes plain.
+TEST(NhwcLayoutTest, CastToSixteenBitsGivesNhwc) {
+  const Layout nhwc = NhwcLayout(), plain = Layout::kPlain;
+  const Shape image = {8, 3, 9, 9};
+  const LayoutChoice to_bf16 =
+      HandNode("Cast", {{image, DType::kF32}}, {{image, DType::kBF16}}).Choose({});
+  EXPECT_EQ(to_bf16.inputs, (std::vector<Layout>{plain}));
+  EXPECT_EQ(to_bf16.outputs, (std::vector<Layout>{nhwc}));
+  const LayoutChoice to_f32 =
+      HandNode("Cast", {{image, DType::kF16}}, {{image, DType::kF32}}).Choose({});
+  EXPECT_EQ(to_f32.outputs, (std::vector<Layout>{plain}));
+  const LayoutChoice matrix =
+      HandNode("Cast", {{{8, 27}, DType::kF32}}, {{{8, 27}, DType::kBF16}}).Choose({});
+  EXPECT_EQ(matrix.outputs, (std::vector<Layout>{plain}));
+  const LayoutChoice to_int =
+      HandNode("Cast", {{image, DType::kBF16}}, {{image, DType::kI32}}).Choose({});
+  EXPECT_EQ(to_int.inputs, (std::vector<Layout>{plain}));
+  EXPECT_EQ(to_int.outputs, (std::vector<Layout>{plain}));
+}
+
 // Every op of a mixed-precision ResNet has CUDA kernels for both 16-bit dtypes.
 TEST(NhwcLayoutTest, SixteenBitKernelsAreRegistered) {
   const KernelRegistry& registry = KernelRegistry::Global();
