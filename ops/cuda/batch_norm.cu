@@ -66,8 +66,9 @@ __device__ inline int64_t FirstChannel(int v) {
 // dy' * (x - mean) with dy' the masked dy (kGrad true). Block (32, 8), grid (tiles, chunks). Each
 // channel's rows are summed in the same order whatever V is.
 template <typename T, bool kGrad, int V>
-__global__ void ChannelSumsKernel(const T* x, const T* dy, const uint8_t* mask, const float* mean,
-                                  int64_t rows, int64_t channels, int64_t rows_per_chunk,
+__global__ void ChannelSumsKernel(const T* __restrict__ x, const T* __restrict__ dy,
+                                  const uint8_t* __restrict__ mask, const float* mean, int64_t rows,
+                                  int64_t channels, int64_t rows_per_chunk,
                                   ChannelPartials partials) {
   const int64_t c0 = FirstChannel(V);
   const int64_t begin = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
@@ -78,6 +79,7 @@ __global__ void ChannelSumsKernel(const T* x, const T* dy, const uint8_t* mask, 
     if constexpr (kGrad) {
       for (int k = 0; k < V; ++k) m[k] = mean[c0 + k];
     }
+    // No store in this loop: the compiler issues the unrolled rows' loads together.
 #pragma unroll 4
     for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes) {
       const int64_t i = r * channels + c0;
@@ -223,9 +225,38 @@ dim3 ChannelRowsGrid(int64_t rows, int64_t channels, int v) {
   return dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(wanted < most ? wanted : most));
 }
 
+// Rows r = first, first + stride, ... below `rows`, kRowsInFlight at a time: load(u, r) for each
+// row u of a batch, then store(u, r). All of a batch's loads are issued before its first store,
+// past which the compiler moves no load (a row's load waited for the row before it to be stored, as
+// far as the compiler knew x and y might overlap). On an H200 this took the forward batch norm
+// from 6.3 to 6.0 ms a step of ResNet-50 at batch 256; the gradient, with two or three loads a
+// row and so fewer threads for the registers batches take, was 0.8 ms slower this way.
+constexpr int kRowsInFlight = 4;
+template <typename Load, typename Store>
+__device__ void ForEachRowBatch(int64_t first, int64_t stride, int64_t rows, Load load,
+                                Store store) {
+  for (int64_t r = first; r < rows; r += kRowsInFlight * stride) {
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      if (r + u * stride < rows) load(u, r + u * stride);
+    }
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      if (r + u * stride < rows) store(u, r + u * stride);
+    }
+  }
+}
+
+// This thread's first row and row stride in ChannelRowsGrid.
+__device__ inline int64_t FirstRow() {
+  return static_cast<int64_t>(blockIdx.y) * kRowLanes + threadIdx.y;
+}
+__device__ inline int64_t RowStride() { return static_cast<int64_t>(gridDim.y) * kRowLanes; }
+
 template <typename T, int V>
-__global__ void NormalizeKernel(const T* x, int64_t rows, int64_t channels, const float* scale,
-                                const float* shift, T* y, uint8_t* mask) {
+__global__ void NormalizeKernel(const T* __restrict__ x, int64_t rows, int64_t channels,
+                                const float* scale, const float* shift, T* __restrict__ y,
+                                uint8_t* __restrict__ mask) {
   const int64_t c0 = FirstChannel(V);
   if (c0 >= channels) return;
   float a[V], b[V];
@@ -233,24 +264,24 @@ __global__ void NormalizeKernel(const T* x, int64_t rows, int64_t channels, cons
     a[k] = scale[c0 + k];
     b[k] = shift[c0 + k];
   }
-#pragma unroll 4
-  for (int64_t r = static_cast<int64_t>(blockIdx.y) * kRowLanes + threadIdx.y; r < rows;
-       r += static_cast<int64_t>(gridDim.y) * kRowLanes) {
-    const int64_t i = r * channels + c0;
-    const Pack<T, V> xs = LoadPack<V>(x, i);
-    Pack<T, V> ys;
-    Pack<uint8_t, V> keep;
-    for (int k = 0; k < V; ++k) {
-      float value = ToF32(xs.at[k]) * a[k] + b[k];
-      if (mask != nullptr) {
-        keep.at[k] = math::ReluMask(value);
-        value = math::Masked(value, keep.at[k]);
-      }
-      ys.at[k] = FromF32<T>(value);
-    }
-    StorePack<V>(y, i, ys);
-    if (mask != nullptr) StorePack<V>(mask, i, keep);
-  }
+  Pack<T, V> xs[kRowsInFlight];
+  ForEachRowBatch(
+      FirstRow(), RowStride(), rows,
+      [&](int u, int64_t r) { xs[u] = LoadPack<V>(x, r * channels + c0); },
+      [&](int u, int64_t r) {
+        Pack<T, V> ys;
+        Pack<uint8_t, V> keep;
+        for (int k = 0; k < V; ++k) {
+          float value = ToF32(xs[u].at[k]) * a[k] + b[k];
+          if (mask != nullptr) {
+            keep.at[k] = math::ReluMask(value);
+            value = math::Masked(value, keep.at[k]);
+          }
+          ys.at[k] = FromF32<T>(value);
+        }
+        StorePack<V>(y, r * channels + c0, ys);
+        if (mask != nullptr) StorePack<V>(mask, r * channels + c0, keep);
+      });
 }
 
 struct BackwardStatisticsFn {
@@ -282,8 +313,7 @@ __global__ void InputGradKernel(const T* x, const T* dy, const uint8_t* mask, in
     mean_dy_x_hat[k] = v.mean_dy_x_hat[c0 + k];
   }
 #pragma unroll 4
-  for (int64_t r = static_cast<int64_t>(blockIdx.y) * kRowLanes + threadIdx.y; r < rows;
-       r += static_cast<int64_t>(gridDim.y) * kRowLanes) {
+  for (int64_t r = FirstRow(); r < rows; r += RowStride()) {
     const int64_t i = r * channels + c0;
     const Pack<T, V> xs = LoadPack<V>(x, i);
     const Pack<T, V> gs = LoadPack<V>(dy, i);
