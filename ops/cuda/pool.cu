@@ -47,16 +47,16 @@ bool FitsInt32(const PoolGeometry& g) {
   return g.n * g.c * g.h * g.w <= most && g.n * g.c * g.oh * g.ow <= most;
 }
 
-// A pooling functor (its pointers) with the sizes and window it indexes by: fn(i, sizes, window).
+// A pooling functor (its pointers) with the sizes and window it indexes by: fn(p, sizes, window).
 template <typename I, typename Fn>
 struct Pooled {
   Fn fn;
-  __device__ void operator()(int64_t i) const { fn(static_cast<I>(i), s, g); }
+  __device__ void operator()(int64_t p) const { fn(static_cast<I>(p), s, g); }
   Sizes<I> s;
   PoolGeometry g;
 };
 
-// Each functor below computes V consecutive elements of its output from element i on: one where
+// Each functor below computes pack p of its output, the V elements from i = p * V on: one where
 // V is 1, else V channels of one pixel of channels-last data, read and written 16 bytes at a time.
 // At one element a thread, the index arithmetic (a dozen integer divisions) made ResNet-50's
 // max-pool gradient take 3 ms a step on an H200, 15 times what its bytes take.
@@ -73,8 +73,8 @@ cudaError_t ForEachPooledPack(int64_t n, const PoolGeometry& g, cudaStream_t str
                       Pooled<int64_t, Fn<int64_t, V>>{{args...}, Sizes<int64_t>(g), g});
 }
 
-// Calls fn(i, sizes, geometry) with Fn<I, V> for the first element i of every V elements of the
-// output, n in all: V = kChannelPack<T> where the data is channels-last, whole packs of channels
+// Calls fn(p, sizes, geometry) with Fn<I, V> for every pack p of V elements of the output, n
+// elements in all: V = kChannelPack<T> where the data is channels-last, whole packs of channels
 // and aligned to them (`packs_fit`), else 1; I the narrowest index type the geometry allows.
 template <typename T, template <typename, int> class Fn, typename... Args>
 cudaError_t ForEachPooled(int64_t n, const PoolGeometry& g, bool packs_fit, cudaStream_t stream,
