@@ -4,7 +4,9 @@
 // keep their first input's layout (NHWC activations stay NHWC); BiasAdd and its gradient, which
 // index channels, want plain; Cast converts the layout as it converts the dtype (CastLayouts).
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <type_traits>
 
 #include "graph/kernel.h"
@@ -118,7 +120,7 @@ class FillKernel : public Kernel {
 };
 
 bool IsFloat(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
+  return std::ranges::find(cuda::kFloatDTypes, dtype) != std::end(cuda::kFloatDTypes);
 }
 
 // Between float types, Cast takes its input in the layout it comes in and gives its output NHWC

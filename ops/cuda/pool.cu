@@ -75,12 +75,12 @@ cudaError_t ForEachPooledPack(int64_t n, const PoolGeometry& g, cudaStream_t str
 
 // Calls fn(p, sizes, geometry) with Fn<I, V> for every pack p of V elements of the output, n
 // elements in all: V = kChannelPack<T> where the data is channels-last, whole packs of channels
-// and aligned to them (`packs_fit`), else 1; I the narrowest index type the geometry allows.
+// and every pointer in `args` aligned to them, else 1; I the narrowest index type the geometry
+// allows.
 template <typename T, template <typename, int> class Fn, typename... Args>
-cudaError_t ForEachPooled(int64_t n, const PoolGeometry& g, bool packs_fit, cudaStream_t stream,
-                          Args... args) {
+cudaError_t ForEachPooled(int64_t n, const PoolGeometry& g, cudaStream_t stream, Args... args) {
   constexpr int kPack = kChannelPack<T>;
-  if (g.channels_last && g.c % kPack == 0 && packs_fit) {
+  if (g.channels_last && g.c % kPack == 0 && PacksFit<kPack>(args...)) {
     return ForEachPooledPack<kPack, Fn>(n, g, stream, args...);
   }
   return ForEachPooledPack<1, Fn>(n, g, stream, args...);
@@ -232,6 +232,8 @@ struct Planes {
   }
 };
 
+Planes PlanesOf(const GlobalPoolGeometry& g) { return {g.plane, g.channels_last ? g.c : 1}; }
+
 // One thread per plane: planes are small in the networks here (7x7 at the end of ResNet-50), and
 // neighbouring threads read neighbouring channels in NHWC.
 template <typename T>
@@ -262,47 +264,38 @@ struct GlobalAvgPoolBackward {
 template <typename T>
 cudaError_t LaunchMaxPool(const T* x, const PoolGeometry& g, T* y, int32_t* argmax,
                           cudaStream_t stream) {
-  constexpr int kPack = kChannelPack<T>;
-  return ForEachPooled<T, MaxPoolForward<T>::template Fn>(
-      g.n * g.c * g.oh * g.ow, g, PacksFit<kPack>(x, static_cast<const T*>(y), argmax), stream, x,
-      y, argmax);
+  return ForEachPooled<T, MaxPoolForward<T>::template Fn>(g.n * g.c * g.oh * g.ow, g, stream, x, y,
+                                                          argmax);
 }
 
 template <typename T>
 cudaError_t LaunchMaxPoolGrad(const T* dy, const int32_t* argmax, const PoolGeometry& g, T* dx,
                               cudaStream_t stream) {
-  constexpr int kPack = kChannelPack<T>;
-  return ForEachPooled<T, MaxPoolBackward<T>::template Fn>(
-      g.n * g.c * g.h * g.w, g, PacksFit<kPack>(dy, static_cast<const T*>(dx), argmax), stream, dy,
-      argmax, dx);
+  return ForEachPooled<T, MaxPoolBackward<T>::template Fn>(g.n * g.c * g.h * g.w, g, stream, dy,
+                                                           argmax, dx);
 }
 
 template <typename T>
 cudaError_t LaunchAvgPool(const T* x, const PoolGeometry& g, T* y, cudaStream_t stream) {
-  return ForEachPooled<T, AvgPoolForward<T>::template Fn>(
-      g.n * g.c * g.oh * g.ow, g, PacksFit<kChannelPack<T>>(x, static_cast<const T*>(y)), stream, x,
-      y);
+  return ForEachPooled<T, AvgPoolForward<T>::template Fn>(g.n * g.c * g.oh * g.ow, g, stream, x, y);
 }
 
 template <typename T>
 cudaError_t LaunchAvgPoolGrad(const T* dy, const PoolGeometry& g, T* dx, cudaStream_t stream) {
-  return ForEachPooled<T, AvgPoolBackward<T>::template Fn>(
-      g.n * g.c * g.h * g.w, g, PacksFit<kChannelPack<T>>(dy, static_cast<const T*>(dx)), stream,
-      dy, dx);
+  return ForEachPooled<T, AvgPoolBackward<T>::template Fn>(g.n * g.c * g.h * g.w, g, stream, dy,
+                                                           dx);
 }
 
 template <typename T>
 cudaError_t LaunchGlobalAvgPool(const T* x, const GlobalPoolGeometry& g, T* y,
                                 cudaStream_t stream) {
-  return ForEachIndex(g.n * g.c, stream,
-                      GlobalAvgPoolForward<T>{x, {g.plane, g.channels_last ? g.c : 1}, y});
+  return ForEachIndex(g.n * g.c, stream, GlobalAvgPoolForward<T>{x, PlanesOf(g), y});
 }
 
 template <typename T>
 cudaError_t LaunchGlobalAvgPoolGrad(const T* dy, const GlobalPoolGeometry& g, T* dx,
                                     cudaStream_t stream) {
-  return ForEachIndex(g.n * g.c * g.plane, stream,
-                      GlobalAvgPoolBackward<T>{dy, {g.plane, g.channels_last ? g.c : 1}, dx});
+  return ForEachIndex(g.n * g.c * g.plane, stream, GlobalAvgPoolBackward<T>{dy, PlanesOf(g), dx});
 }
 
 #define LS_INSTANTIATE_POOL(T)                                                                     \
