@@ -1,6 +1,8 @@
 // Conv2D and its two backprops on CUDA through cuDNN. Descriptors and the algorithm are chosen
 // once, when the kernel is built: the fastest deterministic algorithm cuDNN's heuristics offer
 // within kMaxWorkspace (deterministic, so runs and resumes repeat bit for bit, as on the CPU).
+// The forward convolution of an image's first layer in 16 bits goes through cuDNN's graph API
+// (cudnn_graph.h), whose heuristics reach the first-layer kernels the legacy API does not.
 // Its workspace comes from the executor's planned workspace, never from an allocation in a step.
 // bf16 and f16 convolutions read NHWC activations and KRSC weights and accumulate in float32 on
 // tensor cores (CUDNN_TENSOR_OP_MATH), as PyTorch's channels-last autocast does; float32 stays
@@ -8,12 +10,14 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
 
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_layouts.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/cudnn_desc.h"
+#include "ops/cuda/cudnn_graph.h"
 #include "ops/cuda/element_types.h"
 #include "ops/layout.h"
 
@@ -137,6 +141,9 @@ class ConvKernel : public Kernel {
     LS_ASSIGN_OR_RETURN(cudnnHandle_t handle, cuda::CudnnHandle(nullptr));
     switch (direction_) {
       case Direction::kForward:
+        if (cuda::ConvForwardUsesGraph(x, IsNhwc(*values.x), conv)) {
+          return PlanForward(handle, x, filter, y, conv);
+        }
         return ChooseForward(handle);
       case Direction::kBackwardData:
         return ChooseBackwardData(handle);
@@ -160,6 +167,18 @@ class ConvKernel : public Kernel {
     CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(
         handle, x_.get(), w_.get(), conv_.get(), y_.get(), forward_, &workspace_));
     workspace_ = std::max(workspace_, perf.memory);
+    return absl::OkStatus();
+  }
+
+  // The forward through the graph API: its heuristics' first deterministic plan within the cap.
+  absl::Status PlanForward(cudnnHandle_t handle, const cuda::TensorDescFields& x,
+                           const cuda::FilterDescFields& w, const cuda::TensorDescFields& y,
+                           const cuda::ConvDescFields& conv) {
+    LS_ASSIGN_OR_RETURN(auto plan, cuda::ConvForwardPlan::Create(
+                                       handle, cuda::GraphTensor(x), cuda::GraphTensor(w),
+                                       cuda::GraphTensor(y), conv, kMaxWorkspace, deterministic_));
+    workspace_ = plan.workspace_bytes();
+    forward_plan_.emplace(std::move(plan));
     return absl::OkStatus();
   }
 
@@ -201,6 +220,9 @@ class ConvKernel : public Kernel {
     void* out = io.outputs[0].raw_data();
     switch (direction_) {
       case Direction::kForward:  // x (N, C, H, W), w (O, C/g, KH, KW) -> y (N, O, OH, OW)
+        if (forward_plan_.has_value()) {
+          return forward_plan_->Run(handle, in0, in1, out, io.workspace);
+        }
         CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(handle, &one, x_.get(), in0, w_.get(), in1,
                                                       conv_.get(), forward_, io.workspace,
                                                       workspace_, &zero, y_.get(), out));
@@ -225,6 +247,7 @@ class ConvKernel : public Kernel {
   TensorDesc x_, y_;
   FilterDesc w_;
   ConvDesc conv_;
+  std::optional<cuda::ConvForwardPlan> forward_plan_;  // set where the graph API runs the forward
   cudnnConvolutionFwdAlgo_t forward_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   cudnnConvolutionBwdDataAlgo_t backward_data_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   cudnnConvolutionBwdFilterAlgo_t backward_filter_ = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;

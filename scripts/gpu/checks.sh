@@ -101,7 +101,8 @@ amp() {
     --device cuda --model resnet50 --size 224 --batch 256 --classes 1000 --steps 30 --warmup 10 \
     --amp-level O2 --amp-dtype bf16
   step amp_lockstep_profile lockstep-bench-resnet --device cuda --model resnet50 --size 224 \
-    --batch 256 --classes 1000 --steps 10 --warmup 3 --amp-level O2 --amp-dtype bf16 --profile
+    --batch 256 --classes 1000 --steps 10 --warmup 3 --amp-level O2 --amp-dtype fp16 --profile \
+    --profile-nodes 12
 }
 
 # Fed input: ResNet-50 at batch 128 trained from 256x256 JPEGs through the real pipeline (uint8

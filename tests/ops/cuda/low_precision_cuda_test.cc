@@ -163,6 +163,9 @@ TEST(LowPrecisionCudaTest, Convolutions) {
     ExpectConvMatches(dtype, {2, 8, 9, 9}, {16, 8, 3, 3}, {2, 16, 9, 9}, ConvAttrs(1, 1));
     ExpectConvMatches(dtype, {2, 16, 8, 8}, {32, 16, 1, 1}, {2, 32, 4, 4}, ConvAttrs(2, 0));
     ExpectConvMatches(dtype, {2, 3, 32, 32}, {16, 3, 7, 7}, {2, 16, 16, 16}, ConvAttrs(2, 3));
+    // ResNet's stem and a 4-channel image: forward through cuDNN's graph API (cudnn_graph.h).
+    ExpectConvMatches(dtype, {2, 3, 32, 32}, {64, 3, 7, 7}, {2, 64, 16, 16}, ConvAttrs(2, 3));
+    ExpectConvMatches(dtype, {2, 4, 16, 16}, {8, 4, 3, 3}, {2, 8, 16, 16}, ConvAttrs(1, 1));
     ExpectConvMatches(dtype, {2, 8, 7, 7}, {8, 2, 3, 3}, {2, 8, 7, 7}, ConvAttrs(1, 1, 4));
   }
 }
