@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 namespace lockstep {
 namespace {
 
@@ -19,7 +21,7 @@ TEST(JsonStringTest, EscapesQuotesBackslashesAndControlCharacters) {
 
 TEST(JsonStringTest, KeepsUtf8AndReplacesBytesThatAreNot) {
   const std::string utf8 = "caf\xc3\xa9 \xe2\x88\x91 \xf0\x9f\x98\x80";  // café ∑ 😀
-  EXPECT_EQ(JsonString(utf8), "\"" + utf8 + "\"");
+  EXPECT_EQ(JsonString(utf8), absl::StrCat("\"", utf8, "\""));
   EXPECT_EQ(JsonString("latin1 caf\xe9"), R"("latin1 caf\ufffd")");
   EXPECT_EQ(JsonString("\x80"), R"("\ufffd")");                                // lone continuation
   EXPECT_EQ(JsonString("\xc0\xaf"), R"("\ufffd\ufffd")");                      // overlong '/'
