@@ -170,7 +170,8 @@ class ConvKernel : public Kernel {
     return absl::OkStatus();
   }
 
-  // The forward through the graph API: its heuristics' first deterministic plan within the cap.
+  // The forward through the graph API: its heuristics' first plan within the cap (deterministic
+  // unless MathOptions::deterministic is off).
   absl::Status PlanForward(cudnnHandle_t handle, const cuda::TensorDescFields& x,
                            const cuda::FilterDescFields& w, const cuda::TensorDescFields& y,
                            const cuda::ConvDescFields& conv) {
