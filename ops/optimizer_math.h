@@ -70,9 +70,11 @@ LS_HOST_DEVICE inline LossScaleState LossScaleStep(LossScaleState state, bool fi
   return {state.scale * factor <= FLT_MAX ? state.scale * factor : state.scale, 0};
 }
 
-// accum' = beta * accum + grad: beta 0 starts the accumulation over, 1 adds to it.
+// accum' = beta * accum + grad: beta 0 starts the accumulation over, 1 adds to it. Starting over
+// ignores accum rather than multiplying it by 0: after a step skipped for an overflow (dynamic
+// loss scaling) it holds inf, and 0 * inf would poison every later accumulation with NaN.
 LS_HOST_DEVICE inline float AccumulateStep(float beta, float accum, float grad) {
-  return beta * accum + grad;
+  return beta == 0.0f ? grad : beta * accum + grad;
 }
 
 }  // namespace lockstep::math

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "absl/strings/str_join.h"
@@ -72,6 +73,27 @@ absl::Status SynchronizeReplicas(Communicator& comm, const std::string& fingerpr
     LS_RETURN_IF_ERROR(Annotate(comm.Broadcast(buffer, 0), "broadcasting the parameters"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> AgreeOnMean(Communicator& comm, Tensor& values) {
+  LS_CHECK(values.dtype() == DType::kF32 && values.device().type == DeviceType::kCPU);
+  const int size = comm.size();
+  const int64_t n = values.numel();
+  Tensor all = Tensor::Empty({size, n}, DType::kF32);
+  LS_RETURN_IF_ERROR(comm.AllGather(values.Reshape({n}), all));
+  const float* rows = all.data<float>();
+  bool same = true;
+  for (int rank = 1; rank < size && same; ++rank) {
+    same = std::memcmp(rows, rows + rank * n, n * sizeof(float)) == 0;
+  }
+  if (same) return false;
+  float* mean = values.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    double sum = 0.0;
+    for (int rank = 0; rank < size; ++rank) sum += rows[rank * n + i];
+    mean[i] = static_cast<float>(sum / size);
+  }
+  return true;
 }
 
 }  // namespace lockstep::parallel

@@ -20,4 +20,13 @@ namespace lockstep::parallel {
 absl::Status SynchronizeReplicas(Communicator& comm, const std::string& fingerprint,
                                  const std::vector<Tensor>& buffers);
 
+// Collective over `comm`: makes `values` (this rank's copy of float32 state the ranks update
+// apart, such as batch-norm running statistics, on the host) equal on every rank, as their mean
+// over the ranks. The ranks gather every copy and each sums them in rank order, in double, so
+// that every rank computes the same bits whatever order the transport would reduce in. True
+// when `values` changed; false, with `values` untouched, when every rank held the same bits
+// already (SyncBatchNorm, or no update since the last agreement), so agreeing twice changes
+// nothing.
+absl::StatusOr<bool> AgreeOnMean(Communicator& comm, Tensor& values);
+
 }  // namespace lockstep::parallel

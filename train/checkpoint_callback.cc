@@ -17,7 +17,7 @@
 #include "graph/serialize.h"
 #include "parallel/agree.h"
 #include "train/model.h"
-#include "train/passes/apply_optimizer.h"
+#include "train/passes/accumulate_gradients.h"
 
 namespace lockstep::train {
 namespace {
@@ -187,33 +187,27 @@ absl::Status CheckCompiled(const Model& model) {
 }
 
 // Plain copies of every parameter and state input of the training graph, by name, and the data
-// position's scalars.
+// position's scalars. Gradient accumulators are saved empty: a save comes only after an update,
+// when each rank's accumulator holds its own gradients of no further use (the next micro-batch
+// starts it over), so every rank's file holds the same bytes.
 absl::StatusOr<ckpt::RankState> ModelState(const Model& model) {
   LS_RETURN_IF_ERROR(CheckCompiled(model));
+  std::set<std::string> accumulators;
+  for (const ParameterSpec& spec : model.parameters()) {
+    accumulators.insert(AccumulatorName(spec.name));
+  }
   ckpt::RankState state;
   const Graph& graph = model.train_executor()->graph();
   for (InputRole role : {InputRole::kParameter, InputRole::kState}) {
     for (const Node* input : graph.InputNodes(role)) {
       LS_ASSIGN_OR_RETURN(Tensor tensor, model.Variable(input->name));
+      if (accumulators.contains(input->name))
+        tensor = Tensor::Zeros(tensor.shape(), tensor.dtype());
       state.tensors.push_back({input->name, std::move(tensor)});
     }
   }
   state.scalars = {{kDataEpochName, 0}, {kDataBatchName, 0}};
   return state;
-}
-
-// State inputs other than the optimizer moments and the loss scale (those follow the reduced
-// gradients): batch-norm running statistics of each rank's own batches (equal across ranks only
-// with SyncBatchNorm) and gradient accumulators, which hold each rank's own gradients.
-std::vector<std::string> RankLocalState(const Model& model, int world_size) {
-  if (world_size == 1) return {};
-  std::set<std::string> replicated = {kLossScaleState, kLossScaleGoodStepsState};
-  for (const ParameterSpec& spec : model.parameters()) replicated.insert(MomentName(spec.name));
-  std::vector<std::string> local;
-  for (const Node* input : model.train_executor()->graph().InputNodes(InputRole::kState)) {
-    if (!replicated.contains(input->name)) local.push_back(input->name);
-  }
-  return local;
 }
 
 }  // namespace
@@ -234,7 +228,6 @@ absl::Status ModelCheckpoint::OnTrainBegin(Model& model) {
   LS_ASSIGN_OR_RETURN(
       lock_, LockCheckpointDirectory(config_.directory, manager_->SavesOnThisRank(), *world_));
   const Graph& graph = model.train_executor()->graph();
-  rank_local_ = RankLocalState(model, world_->size());
   LS_RETURN_IF_ERROR(manager_->SaveGraphMeta(ToProto(graph)));
   fingerprint_ = Fingerprint(graph);
   return absl::OkStatus();
@@ -268,6 +261,7 @@ absl::Status ModelCheckpoint::OnEpochEnd(Model& model, const EpochInfo& epoch) {
 absl::Status ModelCheckpoint::Save(Model& model, int64_t epoch, int64_t step_in_epoch,
                                    int64_t data_epoch, int64_t data_batch) {
   LS_RETURN_IF_ERROR(OnTrainBegin(model));
+  LS_RETURN_IF_ERROR(model.AgreeRunningStatistics().status());  // every rank saves one model
   LS_ASSIGN_OR_RETURN(ckpt::RankState state, ModelState(model));
   state.epoch = epoch;
   state.global_step = model.global_step();
@@ -312,8 +306,7 @@ absl::Status ModelCheckpoint::CommitOnRankZero(const ckpt::RankState& state,
                        static_cast<uint64_t>(all[rank * kRecordFields]),
                        static_cast<uint32_t>(all[rank * kRecordFields + 1])});
     }
-    absl::StatusOr<ckpt::proto::Manifest> written =
-        manager_->Commit(state, files, fingerprint_, rank_local_);
+    absl::StatusOr<ckpt::proto::Manifest> written = manager_->Commit(state, files, fingerprint_);
     committed = written.status();
     if (written.ok()) manifest = written->SerializeAsString();
   }
@@ -368,6 +361,12 @@ absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& direc
   }
   model.SetTrainPosition(state.global_step, state.scalars.at(kDataEpochName),
                          state.scalars.at(kDataBatchName));
+  LS_ASSIGN_OR_RETURN(const bool disagreed, model.AgreeRunningStatistics());
+  if (disagreed && world->rank() == 0) {
+    LS_LOG(Info) << "step " << step->global_step()
+                 << " holds each rank's own batch-norm running statistics (saved before the ranks "
+                    "agreed them); resuming with their mean over the ranks";
+  }
   return true;
 }
 

@@ -31,7 +31,9 @@ inline constexpr char kDataEpochName[] = "data_epoch";
 inline constexpr char kDataBatchName[] = "data_batch";
 
 // Saves {prefix}_{rank}-{epoch}_{step}.ckpt on the steps and epoch ends the config asks for
-// (with gradient accumulation, only at updates), and {prefix}_{rank}-graph.meta once. The ranks
+// (with gradient accumulation, only at updates), and {prefix}_{rank}-graph.meta once. Before a
+// save the ranks agree their running statistics (Model::AgreeRunningStatistics), so that every
+// rank's file holds the same model, tensor for tensor. The ranks
 // then allgather what they wrote; rank 0 writes the manifest that makes the step complete and
 // broadcasts it, and the other saving ranks copy it where their directory lacks it (hosts that
 // share no file system); the outcome is agreed, so no rank runs ahead of it. A save that fails
@@ -70,7 +72,6 @@ class ModelCheckpoint : public Callback {
   std::optional<ckpt::CheckpointManager> manager_;  // made when training begins, for world_
   SaveErrorPolicy on_save_error_;
   std::string fingerprint_;                    // of the training graph
-  std::vector<std::string> rank_local_;        // state that differs across ranks
   int64_t last_saved_step_ = -1;               // global step
   bool mid_accumulation_ = false;              // the last micro-batch did not update
   std::shared_ptr<ckpt::DirectoryLock> lock_;  // of config_.directory, on the ranks that took it
@@ -95,7 +96,9 @@ absl::StatusOr<std::shared_ptr<ckpt::DirectoryLock>> LockCheckpointDirectory(
 // (total - model.epochs_done()). False, with the model untouched, when the directory holds no
 // manifest of `prefix`. Errors are agreed across the ranks: a missing `directory`; steps of
 // `prefix` but none valid on every rank, listing each rejected one and why. Rank 0 names the
-// steps rejected when it resumes an older one. `world` as for ModelCheckpoint.
+// steps rejected when it resumes an older one. A step whose ranks saved different running
+// statistics (written before the ranks agreed them) resumes with their mean, as rank 0 says in
+// one line. `world` as for ModelCheckpoint.
 absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& directory,
                                           const std::string& prefix,
                                           std::shared_ptr<parallel::Communicator> world = nullptr);

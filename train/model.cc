@@ -323,7 +323,43 @@ absl::StatusOr<BatchResult> Model::EvalBatch(const Batch& batch) {
   return BatchResult{logits, ReadScalar<float>(loss), ReadScalar<int32_t>(correct)};
 }
 
+absl::StatusOr<bool> Model::AgreeRunningStatistics() {
+  LS_RETURN_IF_ERROR(Compile());
+  if (!data_parallel()) return false;
+  std::vector<const ParameterSpec*> statistics;
+  int64_t elements = 0;
+  for (const ParameterSpec& spec : parameters_) {
+    if (spec.role != InputRole::kState) continue;
+    statistics.push_back(&spec);
+    elements += NumElements(spec.shape);
+  }
+  if (statistics.empty()) return false;
+  // One buffer for all of them, so that one collective agrees them.
+  Tensor values = Tensor::Empty({elements}, DType::kF32);
+  int64_t offset = 0;
+  for (const ParameterSpec* spec : statistics) {
+    LS_ASSIGN_OR_RETURN(Tensor value, Variable(spec->name));
+    values.View(offset * sizeof(float), value.shape(), DType::kF32).CopyFrom(value);
+    offset += value.numel();
+  }
+  LS_ASSIGN_OR_RETURN(parallel::CommGroup * group, HostGroup());
+  bool changed = false;
+  LS_RETURN_IF_ERROR(group->RunNow("agreeing the running statistics", [&]() -> absl::Status {
+    LS_ASSIGN_OR_RETURN(changed, parallel::AgreeOnMean(*group->communicator, values));
+    return absl::OkStatus();
+  }));
+  if (!changed) return false;
+  offset = 0;
+  for (const ParameterSpec* spec : statistics) {
+    LS_RETURN_IF_ERROR(
+        SetVariable(spec->name, values.View(offset * sizeof(float), spec->shape, DType::kF32)));
+    offset += NumElements(spec->shape);
+  }
+  return true;
+}
+
 absl::StatusOr<EvalResult> Model::Eval(DataSource& data) {
+  LS_RETURN_IF_ERROR(AgreeRunningStatistics().status());
   LS_RETURN_IF_ERROR(data.Reset(0));
   // Correct answers, loss sum and samples; in data parallel, summed over every rank's shard.
   Tensor sums = Tensor::Zeros({3}, DType::kF64);

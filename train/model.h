@@ -109,8 +109,18 @@ class Model {
   absl::Status Compile();
   absl::Status Train(int64_t epochs, DataSource& data, const Callbacks& callbacks = {});
   // Accuracy and mean loss over one pass of `data`, with the running statistics. In data
-  // parallel each rank passes its own shard (without padding) and gets the counts of all.
+  // parallel each rank passes its own shard (without padding) and gets the counts of all, of
+  // one model: the ranks agree their running statistics first (AgreeRunningStatistics).
   absl::StatusOr<EvalResult> Eval(DataSource& data);
+  // Data parallel: makes the state each rank updates from its own batches (the net's batch-norm
+  // running statistics) the same on every rank, their mean over the ranks
+  // (parallel::AgreeOnMean), so that every rank holds one model. Collective: Eval and
+  // ModelCheckpoint call it on every rank before they evaluate or save. Without an update since
+  // the last agreement, or with SyncBatchNorm, the ranks hold the same bits already and nothing
+  // changes. Training itself reads batch statistics, so it goes on as before; the averages of
+  // averages it keeps then are what one average at the end would be, up to rounding. True when
+  // the ranks held different statistics.
+  absl::StatusOr<bool> AgreeRunningStatistics();
 
   // One training step on a full batch; returns its loss (before the update). Train pipelines
   // its steps: it stages the next batch while the step before computes.

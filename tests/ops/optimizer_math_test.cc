@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "tests/ops/optimizer_cases.h"
@@ -96,6 +97,15 @@ TEST(OptimizerMathTest, AccumulateStepMatchesCpuKernel) {
       EXPECT_EQ(math::AccumulateStep(beta, in[0].values[i], in[1].values[i]), cpu[0][i]) << i;
     }
   }
+}
+
+// A gradient that overflowed before an update (the step is skipped) leaves inf in the
+// accumulator; starting over must not turn it into NaN.
+TEST(OptimizerMathTest, AccumulateStepStartsOverFromANonFiniteAccumulator) {
+  for (float accum : {INFINITY, -INFINITY, NAN}) {
+    EXPECT_EQ(math::AccumulateStep(0.0f, accum, 0.5f), 0.5f) << accum;
+  }
+  EXPECT_TRUE(std::isinf(math::AccumulateStep(1.0f, INFINITY, 0.5f)));
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // ModelCheckpoint across ranks (mpirun -n 2 and -n 4): every rank saves its file, rank 0 writes
-// the manifest naming them all, the step verifies as lockstep-ckpt verify checks it (replicas
-// equal but the per-rank batch-norm statistics), and a data-parallel run stopped after step k and
-// resumed ends bit for bit where an uninterrupted one does, on every rank; also with a directory
-// of its own per rank, as on hosts that share no file system.
+// the manifest naming them all, the step verifies as lockstep-ckpt verify checks it (every rank's
+// file the same model, batch-norm statistics agreed), and a data-parallel run stopped after step k
+// and resumed ends bit for bit where an uninterrupted one does, on every rank; also with a
+// directory of its own per rank, as on hosts that share no file system. A checkpoint of ranks
+// that disagree (saved before the ranks agreed their statistics) resumes with their mean.
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -19,6 +20,8 @@
 #include "ckpt/file_io.h"
 #include "ckpt/inspect.h"
 #include "ckpt/manifest.h"
+#include "ckpt/naming.h"
+#include "graph/serialize.h"
 #include "parallel/agree.h"
 #include "tests/parallel/mpi_test_main.h"
 #include "tests/testing/temp_dir.h"
@@ -84,23 +87,64 @@ std::unique_ptr<DataSource> RankData(int rank) {
   return std::move(*source);
 }
 
+ckpt::CheckpointConfig EveryThirdStep(const std::string& directory) {
+  return {.save_checkpoint_steps = 3, .keep_checkpoint_max = 2, .directory = directory};
+}
+
 // DataParallelModel(1) checkpointing every 3 steps (2 kept) into `directory`, stopped after step
 // 14 as a killed job would stop.
 void TrainStoppedAfterStep14(const std::string& directory, int rank) {
-  const ckpt::CheckpointConfig config{
-      .save_checkpoint_steps = 3, .keep_checkpoint_max = 2, .directory = directory};
   Model stopped = DataParallelModel(1);
-  absl::Status status = stopped.Train(
-      kEpochs, *RankData(rank),
-      {std::make_shared<ModelCheckpoint>(config, kPrefix), std::make_shared<StopAfter>(14)});
+  absl::Status status =
+      stopped.Train(kEpochs, *RankData(rank),
+                    {std::make_shared<ModelCheckpoint>(EveryThirdStep(directory), kPrefix),
+                     std::make_shared<StopAfter>(14)});
   ASSERT_TRUE(absl::IsCancelled(status)) << status;
+}
+
+// DataParallelModel(1) trained uninterrupted, saving as TrainStoppedAfterStep14 does (each save
+// agrees the running statistics), into a directory of each rank's own.
+Model UninterruptedReference(int rank) {
+  lockstep::testing::TempDir dir;
+  Model reference = DataParallelModel(1);
+  absl::Status trained =
+      reference.Train(kEpochs, *RankData(rank),
+                      {std::make_shared<ModelCheckpoint>(EveryThirdStep(dir.path()), kPrefix)});
+  EXPECT_TRUE(trained.ok()) << trained;
+  return reference;
+}
+
+// Trains `resumed` to the end, saving as UninterruptedReference does, into a directory of each
+// rank's own.
+void TrainToTheEnd(Model& resumed, int rank) {
+  lockstep::testing::TempDir dir;
+  absl::Status trained =
+      resumed.Train(kEpochs - resumed.epochs_done(), *RankData(rank),
+                    {std::make_shared<ModelCheckpoint>(EveryThirdStep(dir.path()), kPrefix)});
+  EXPECT_TRUE(trained.ok()) << trained;
+}
+
+// The bytes of every rank's variable `name`, in rank order.
+std::vector<std::string> EveryRanksBytes(const Model& model, const std::string& name,
+                                         parallel::Communicator& world) {
+  absl::StatusOr<Tensor> mine = model.Variable(name);
+  EXPECT_TRUE(mine.ok()) << mine.status();
+  Shape shape = {world.size()};
+  shape.insert(shape.end(), mine->shape().begin(), mine->shape().end());
+  Tensor all = Tensor::Empty(shape, mine->dtype());
+  EXPECT_TRUE(world.AllGather(*mine, all).ok());
+  std::vector<std::string> bytes;
+  for (int rank = 0; rank < world.size(); ++rank) {
+    bytes.emplace_back(static_cast<const char*>(all.raw_data()) + rank * mine->nbytes(),
+                       mine->nbytes());
+  }
+  return bytes;
 }
 
 TEST(CheckpointMpiTest, DataParallelRunResumesBitForBitOnEveryRank) {
   const parallel::Context& ctx = TestContext();
   std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
-  Model reference = DataParallelModel(1);
-  ASSERT_TRUE(reference.Train(kEpochs, *RankData(ctx.rank())).ok());
+  Model reference = UninterruptedReference(ctx.rank());
 
   SharedDir dir(*world);
   TrainStoppedAfterStep14(dir.path(), ctx.rank());
@@ -109,15 +153,14 @@ TEST(CheckpointMpiTest, DataParallelRunResumesBitForBitOnEveryRank) {
   EXPECT_EQ(manifest->global_step(), 12);
   EXPECT_EQ(manifest->world_size(), ctx.size());
   EXPECT_EQ(manifest->files_size(), ctx.size());
-  EXPECT_EQ(std::vector<std::string>(manifest->rank_local().begin(), manifest->rank_local().end()),
-            (std::vector<std::string>{"bn.moving_mean", "bn.moving_variance"}));
+  EXPECT_TRUE(manifest->rank_local().empty());  // every rank's file holds the same tensors
   ckpt::VerifyReport report = ckpt::VerifyStep(dir.path(), *manifest);
   EXPECT_TRUE(report.problems.empty()) << absl::StrJoin(report.problems, "; ");
 
   Model resumed = DataParallelModel(2);
   ASSERT_TRUE(ResumeFromCheckpoint(resumed, dir.path(), kPrefix).value_or(false));
   EXPECT_EQ(resumed.global_step(), 12);
-  ASSERT_TRUE(resumed.Train(kEpochs - resumed.epochs_done(), *RankData(ctx.rank())).ok());
+  TrainToTheEnd(resumed, ctx.rank());
   EXPECT_EQ(resumed.global_step(), 20);
   EXPECT_TRUE(VariableBytes(resumed) == VariableBytes(reference));
   ASSERT_TRUE(world->Barrier().ok());  // rank 0 removes the directory last
@@ -130,8 +173,7 @@ TEST(CheckpointMpiTest, DataParallelRunResumesBitForBitOnEveryRank) {
 TEST(CheckpointMpiTest, RanksWithoutASharedDirectoryResumeTheNewestStepAllHave) {
   const parallel::Context& ctx = TestContext();
   std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
-  Model reference = DataParallelModel(1);
-  ASSERT_TRUE(reference.Train(kEpochs, *RankData(ctx.rank())).ok());
+  Model reference = UninterruptedReference(ctx.rank());
 
   lockstep::testing::TempDir dir;
   TrainStoppedAfterStep14(dir.path(), ctx.rank());
@@ -155,7 +197,7 @@ TEST(CheckpointMpiTest, RanksWithoutASharedDirectoryResumeTheNewestStepAllHave) 
   Model resumed = DataParallelModel(2);
   ASSERT_TRUE(ResumeFromCheckpoint(resumed, dir.path(), kPrefix).value_or(false));
   EXPECT_EQ(resumed.global_step(), 9);
-  ASSERT_TRUE(resumed.Train(kEpochs - resumed.epochs_done(), *RankData(ctx.rank())).ok());
+  TrainToTheEnd(resumed, ctx.rank());
   EXPECT_TRUE(VariableBytes(resumed) == VariableBytes(reference));
 
   if (ctx.rank() == ctx.size() - 1) {
@@ -226,6 +268,82 @@ TEST(CheckpointMpiTest, AFailedSaveOnOneRankIsToldToAllAndLosesNothing) {
   for (const ckpt::proto::Manifest& manifest : *manifests) steps.push_back(manifest.global_step());
   EXPECT_EQ(steps, (std::vector<int64_t>{3, 9, 12, 15, 18}));
   ASSERT_TRUE(ctx.HostWorld()->Barrier().ok());  // rank 0 removes the directory last
+}
+
+// Each rank trains on its own shard, so its running statistics are its own; an evaluation makes
+// them one model's on every rank, and evaluates that model.
+TEST(CheckpointMpiTest, EvaluationAgreesTheRunningStatisticsFirst) {
+  const parallel::Context& ctx = TestContext();
+  parallel::Communicator& world = *ctx.HostWorld();
+  Model model = DataParallelModel(1);
+  ASSERT_TRUE(model.Train(1, *RankData(ctx.rank())).ok());
+  std::vector<std::string> before = EveryRanksBytes(model, "bn.moving_mean", world);
+  EXPECT_NE(before[0], before[1]);  // the shards differ
+
+  absl::StatusOr<EvalResult> result = model.Eval(*RankData(ctx.rank()));
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const char* name : {"bn.moving_mean", "bn.moving_variance"}) {
+    const std::vector<std::string> after = EveryRanksBytes(model, name, world);
+    for (int rank = 1; rank < ctx.size(); ++rank) EXPECT_EQ(after[rank], after[0]) << name;
+  }
+  EXPECT_FALSE(model.AgreeRunningStatistics().value_or(true));  // agreed already
+}
+
+// Writes `model`'s variables as step 10 (epoch 1 done) of kPrefix in `directory`, as Lockstep
+// saved before the ranks agreed their running statistics: each rank its own, the manifest naming
+// them rank-local.
+void SaveUnagreedStep(const Model& model, const std::string& directory,
+                      parallel::Communicator& world) {
+  const ckpt::CheckpointManager manager({.directory = directory}, kPrefix, world.rank(),
+                                        world.size());
+  const Graph& graph = model.train_executor()->graph();
+  ASSERT_TRUE(manager.SaveGraphMeta(ToProto(graph)).ok());
+  ckpt::RankState state{.epoch = 1, .global_step = 10, .step_in_epoch = 10};
+  for (InputRole role : {InputRole::kParameter, InputRole::kState}) {
+    for (const Node* input : graph.InputNodes(role)) {
+      state.tensors.push_back({input->name, *model.Variable(input->name)});
+    }
+  }
+  state.scalars = {{kDataEpochName, 1}, {kDataBatchName, 0}};
+  absl::StatusOr<ckpt::WrittenFile> written = manager.Save(state);
+  ASSERT_TRUE(written.ok()) << written.status();
+  Tensor record = Tensor::Empty({2}, DType::kI64);
+  record.data<int64_t>()[0] = static_cast<int64_t>(written->bytes);
+  record.data<int64_t>()[1] = written->crc32;
+  Tensor records = Tensor::Empty({world.size(), 2}, DType::kI64);
+  ASSERT_TRUE(world.AllGather(record, records).ok());
+  if (world.rank() == 0) {
+    std::vector<ckpt::WrittenFile> files;
+    for (int rank = 0; rank < world.size(); ++rank) {
+      files.push_back({ckpt::CheckpointFileName(kPrefix, rank, 1, 10),
+                       static_cast<uint64_t>(records.data<int64_t>()[2 * rank]),
+                       static_cast<uint32_t>(records.data<int64_t>()[2 * rank + 1])});
+    }
+    ASSERT_TRUE(
+        manager.Commit(state, files, Fingerprint(graph), {"bn.moving_mean", "bn.moving_variance"})
+            .ok());
+  }
+  ASSERT_TRUE(world.Barrier().ok());
+}
+
+TEST(CheckpointMpiTest, ACheckpointOfDisagreeingRanksResumesWithTheirMean) {
+  const parallel::Context& ctx = TestContext();
+  parallel::Communicator& world = *ctx.HostWorld();
+  Model trained = DataParallelModel(1);
+  ASSERT_TRUE(trained.Train(1, *RankData(ctx.rank())).ok());
+  SharedDir dir(world);
+  SaveUnagreedStep(trained, dir.path(), world);
+
+  Model resumed = DataParallelModel(2);
+  ASSERT_TRUE(ResumeFromCheckpoint(resumed, dir.path(), kPrefix).value_or(false));
+  ASSERT_TRUE(trained.AgreeRunningStatistics().value_or(false));  // the mean, as resume takes it
+  for (const char* name : {"bn.moving_mean", "bn.moving_variance"}) {
+    const std::vector<std::string> agreed = EveryRanksBytes(resumed, name, world);
+    EXPECT_EQ(agreed[ctx.rank()], EveryRanksBytes(trained, name, world)[ctx.rank()]) << name;
+    for (int rank = 1; rank < ctx.size(); ++rank) EXPECT_EQ(agreed[rank], agreed[0]) << name;
+  }
+  ASSERT_TRUE(resumed.Train(kEpochs - resumed.epochs_done(), *RankData(ctx.rank())).ok());
+  ASSERT_TRUE(world.Barrier().ok());  // rank 0 removes the directory last
 }
 
 }  // namespace
