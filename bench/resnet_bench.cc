@@ -12,7 +12,9 @@
 // --data-parallel trains over every rank of mpirun, as ../shared/peers/torch_ddp_step.py does:
 // --batch images per rank, a different random batch on each rank (seeded by the rank), a barrier
 // before each step. Rank 0 prints the global images/s and the communication the backward did not
-// hide (the executor's exposed wait), per step and as a share of the median step.
+// hide (the executor's exposed wait), per step and as a share of the median step, and the median
+// time of agreeing the batch-norm running statistics across the ranks (agree_stats_s), as before
+// each evaluation and checkpoint save.
 //
 // --paced runs each step (warm-up included) when a line arrives on stdin and prints its time:
 // bench/paced_vs_torch.py alternates these steps with torch's, so both meet the same machine.
@@ -311,6 +313,24 @@ absl::StatusOr<StepTimes> TimeSteps(const BenchConfig& config, Model& model, con
   return result;
 }
 
+// Data parallel: the median time of agreeing the running statistics across the ranks
+// (Model::AgreeRunningStatistics, as before each evaluation and save), each after a step so that
+// the ranks' statistics differ and the whole agreement runs: read, gather, mean, write back.
+absl::StatusOr<double> MedianAgreementSeconds(const BenchConfig& config, Model& model,
+                                              const Batch& batch) {
+  LS_ASSIGN_OR_RETURN(parallel::CommGroup * group, model.HostGroup());
+  std::vector<double> seconds;
+  for (int i = 0; i < config.steps; ++i) {
+    LS_RETURN_IF_ERROR(model.TrainStep(batch).status());
+    LS_RETURN_IF_ERROR(bench::Barrier(*group));
+    const Clock::time_point start = Clock::now();
+    LS_ASSIGN_OR_RETURN(const bool changed, model.AgreeRunningStatistics());
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    if (!changed) return absl::InternalError("the ranks' running statistics did not differ");
+  }
+  return Median(seconds);
+}
+
 absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t size,
                     const parallel::Context& context, const EnvOptions& env) {
   LS_ASSIGN_OR_RETURN(LayerPtr net, models::ModelByName(name, config.classes));
@@ -333,6 +353,10 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
   const Batch batch =
       OnDevice(RandomBatch(config.batch, size, config.classes, context.rank()), options.device);
   LS_ASSIGN_OR_RETURN(StepTimes times, TimeSteps(config, model, batch));
+  double agreement = 0.0;
+  if (config.data_parallel) {
+    LS_ASSIGN_OR_RETURN(agreement, MedianAgreementSeconds(config, model, batch));
+  }
   if (context.rank() != 0) return absl::OkStatus();
   const double median = Median(times.seconds);
   std::cout << "# " << name << " " << PrecisionLine(options) << ", activations "
@@ -341,10 +365,11 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
     const double exposed = times.exposed_wait / config.steps;
     std::cout << absl::StrFormat(
         "lockstep-dp %s size=%d ranks=%d batch/rank=%d threads/rank=%d median_step_s=%.4f "
-        "global_img_per_s=%.2f fusion_mb=%g exposed_comm_s=%.4f exposed_share=%.2f%% loss=%.4f\n",
+        "global_img_per_s=%.2f fusion_mb=%g exposed_comm_s=%.4f exposed_share=%.2f%% loss=%.4f "
+        "agree_stats_s=%.5f\n",
         name, size, context.size(), config.batch, config.threads, median,
         config.batch * context.size() / median, config.fusion_threshold_mb, exposed,
-        100.0 * exposed / median, times.loss);
+        100.0 * exposed / median, times.loss, agreement);
   } else {
     std::cout << absl::StrFormat(
         "lockstep %s size=%d batch=%d device=%s threads=%d median_step_s=%.4f img_per_s=%.2f "
