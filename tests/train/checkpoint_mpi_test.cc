@@ -289,6 +289,20 @@ TEST(CheckpointMpiTest, EvaluationAgreesTheRunningStatisticsFirst) {
   EXPECT_FALSE(model.AgreeRunningStatistics().value_or(true));  // agreed already
 }
 
+// With SyncBatchNorm every rank computes the same statistics from the global batch: they agree
+// without an agreement, which then changes nothing.
+TEST(CheckpointMpiTest, SyncBatchNormStatisticsAgreeByThemselves) {
+  const parallel::Context& ctx = TestContext();
+  Model model = TinyModel(
+      {.seed = 1,
+       .parallel = {.mode = parallel::ParallelMode::kDataParallel, .sync_batch_norm = true},
+       .context = ctx});
+  ASSERT_TRUE(model.Train(1, *RankData(ctx.rank())).ok());
+  const std::vector<std::string> bytes = EveryRanksBytes(model, "bn.moving_mean", *ctx.HostWorld());
+  for (int rank = 1; rank < ctx.size(); ++rank) EXPECT_EQ(bytes[rank], bytes[0]);
+  EXPECT_FALSE(model.AgreeRunningStatistics().value_or(true));
+}
+
 // Writes `model`'s variables as step 10 (epoch 1 done) of kPrefix in `directory`, as Lockstep
 // saved before the ranks agreed their running statistics: each rank its own, the manifest naming
 // them rank-local.
