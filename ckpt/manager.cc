@@ -53,28 +53,52 @@ absl::StatusOr<WrittenFile> CheckpointManager::Save(const RankState& state) cons
   return SaveRankState(path, state, config_.write);
 }
 
-absl::Status CheckpointManager::Prune() const {
-  if (config_.keep_checkpoint_max <= 0) return absl::OkStatus();
-  LS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListFiles(config_.directory));
-  std::vector<std::pair<int64_t, int64_t>> steps;  // (epoch, step_in_epoch) of this rank's files
-  for (const std::string& name : names) {
-    std::optional<ParsedName> parsed = ParseCheckpointFileName(name);
-    if (parsed.has_value() && parsed->prefix == prefix_ && parsed->rank == rank_) {
-      steps.emplace_back(parsed->epoch, parsed->step_in_epoch);
-    }
+absl::Status CheckpointManager::BeginRun() {
+  std::vector<std::string> unreadable;  // not complete steps of anyone's
+  absl::StatusOr<std::vector<proto::Manifest>> manifests =
+      ListManifests(config_.directory, prefix_, &unreadable);
+  if (absl::IsNotFound(manifests.status())) return absl::OkStatus();  // no directory yet
+  LS_RETURN_IF_ERROR(manifests.status());
+  std::vector<int64_t> others;
+  for (const proto::Manifest& manifest : *manifests) {
+    if (manifest.run_id() != run_id_) others.push_back(manifest.global_step());
   }
-  std::sort(steps.begin(), steps.end());
-  const size_t excess = steps.size() > static_cast<size_t>(config_.keep_checkpoint_max)
-                            ? steps.size() - config_.keep_checkpoint_max
-                            : 0;
-  for (size_t i = 0; i < excess; ++i) {
-    const auto [epoch, step] = steps[i];
+  if (!others.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(config_.directory, " holds complete steps of another run of ", prefix_,
+                     " (step", others.size() == 1 ? " " : "s ", absl::StrJoin(others, ", "),
+                     "): resume that run from it (lockstep-train --resume ", config_.directory,
+                     "), or write this one elsewhere; a new run would overwrite its files"));
+  }
+  for (proto::Manifest& manifest : *manifests) {
+    run_steps_[manifest.global_step()] = std::move(manifest);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckpointManager::Prune() {
+  if (config_.keep_checkpoint_max <= 0) return absl::OkStatus();
+  std::vector<std::string> unreadable;  // never pruned: nothing says what they hold
+  LS_ASSIGN_OR_RETURN(std::vector<proto::Manifest> listed,
+                      ListManifests(config_.directory, prefix_, &unreadable));
+  // The steps of this run seen so far (BeginRun, earlier prunes) and those listed now: on a
+  // shared disk another rank may have removed the manifest of a step whose file this rank still
+  // has to remove.
+  for (proto::Manifest& manifest : listed) {
+    if (manifest.run_id() == run_id_) run_steps_[manifest.global_step()] = std::move(manifest);
+  }
+  while (run_steps_.size() > static_cast<size_t>(config_.keep_checkpoint_max)) {
+    const proto::Manifest& oldest = run_steps_.begin()->second;
     // The manifest goes first: a step must never look complete without its files. Every rank
     // removes it, as it may hold its directory's copy (on a shared disk, the others find it gone).
-    LS_RETURN_IF_ERROR(
-        RemoveFile(JoinPath(config_.directory, ManifestFileName(prefix_, epoch, step))));
-    LS_RETURN_IF_ERROR(
-        RemoveFile(JoinPath(config_.directory, CheckpointFileName(prefix_, rank_, epoch, step))));
+    LS_RETURN_IF_ERROR(RemoveFile(JoinPath(
+        config_.directory, ManifestFileName(prefix_, oldest.epoch(), oldest.step_in_epoch()))));
+    for (const proto::RankFile& file : oldest.files()) {
+      if (file.rank() == rank_) {
+        LS_RETURN_IF_ERROR(RemoveFile(JoinPath(config_.directory, file.file())));
+      }
+    }
+    run_steps_.erase(run_steps_.begin());
   }
   return absl::OkStatus();
 }
@@ -98,6 +122,7 @@ absl::StatusOr<proto::Manifest> CheckpointManager::Commit(
   manifest.set_step_in_epoch(state.step_in_epoch);
   manifest.set_global_step(state.global_step);
   manifest.set_graph_fingerprint(graph_fingerprint);
+  manifest.set_run_id(run_id_);
   for (size_t rank = 0; rank < files.size(); ++rank) {
     proto::RankFile* file = manifest.add_files();
     file->set_rank(static_cast<int>(rank));

@@ -9,6 +9,7 @@
 // on the step to resume.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,13 +30,20 @@ struct CheckpointConfig {
   WriteOptions write;
 };
 
+// A checkpoint directory holds one training run of a prefix: the steps a run started fresh
+// saved, and those of every job that resumed it (manifest run_id). A run writing there refuses a
+// directory that holds another run's complete steps (BeginRun), and prunes only its own steps,
+// by their manifests, never by file names: a stray or foreign file is never deleted.
 class CheckpointManager {
  public:
-  CheckpointManager(CheckpointConfig config, std::string prefix, int rank, int world_size)
+  // `run_id` is the run whose steps this manager commits and prunes (see above); resume needs none.
+  CheckpointManager(CheckpointConfig config, std::string prefix, int rank, int world_size,
+                    std::string run_id = "")
       : config_(std::move(config)),
         prefix_(std::move(prefix)),
         rank_(rank),
-        world_size_(world_size) {}
+        world_size_(world_size),
+        run_id_(std::move(run_id)) {}
 
   bool SavesOnThisRank() const { return config_.all_ranks || rank_ == 0; }
   // Whether the step that just ended (global step, 1-based epoch) is a checkpoint step.
@@ -45,11 +53,17 @@ class CheckpointManager {
   absl::Status SaveGraphMeta(const lockstep::proto::GraphDef& graph) const;
   // This rank's DIR/{prefix}_{rank}-{epoch}_{step}.ckpt.
   absl::StatusOr<WrittenFile> Save(const RankState& state) const;
-  // On saving ranks, once the step every rank saved is committed: deletes this rank's oldest
-  // steps beyond keep_checkpoint_max, their manifest first. Not before the commit: with
-  // keep_checkpoint_max 1 a rank dying between its save and the commit would leave no complete
-  // step.
-  absl::Status Prune() const;
+  // On saving ranks, when training begins, before any rank saves or prunes: FailedPrecondition
+  // when the directory holds complete steps of the prefix from another run (another run_id),
+  // naming the directory, the steps and the choices: resume that run, or write elsewhere.
+  // Manifests that cannot be read are not complete steps and do not count. Otherwise remembers
+  // the run's steps already there (a resumed run's), which Prune removes in turn.
+  absl::Status BeginRun();
+  // On saving ranks, once the step every rank saved is committed: deletes this run's oldest
+  // steps beyond keep_checkpoint_max, as their manifests name them: the manifest first, then
+  // this rank's file. Not before the commit: with keep_checkpoint_max 1 a rank dying between its
+  // save and the commit would leave no complete step.
+  absl::Status Prune();
   // Rank 0, once every saving rank's Save returned (`files[i]` is rank i's, as that rank
   // reported it: rank 0 may not see the file): writes the manifest that makes the step complete
   // and returns it. `rank_local` names tensors that differ across ranks.
@@ -83,6 +97,8 @@ class CheckpointManager {
   std::string prefix_;
   int rank_;
   int world_size_;
+  std::string run_id_;
+  std::map<int64_t, proto::Manifest> run_steps_;  // of run_id_ not pruned yet, by global step
 };
 
 }  // namespace lockstep::ckpt

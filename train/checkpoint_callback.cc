@@ -224,9 +224,15 @@ absl::Status ModelCheckpoint::OnTrainBegin(Model& model) {
   if (!fingerprint_.empty()) return absl::OkStatus();
   LS_RETURN_IF_ERROR(CheckCompiled(model));
   if (world_ == nullptr) world_ = model.HostWorld();
-  manager_.emplace(config_, prefix_, world_->rank(), world_->size());
+  if (!model.run_id().has_value()) {
+    LS_ASSIGN_OR_RETURN(std::string job, JobId(*world_));
+    model.set_run_id(std::move(job));
+  }
+  manager_.emplace(config_, prefix_, world_->rank(), world_->size(), *model.run_id());
   LS_ASSIGN_OR_RETURN(
       lock_, LockCheckpointDirectory(config_.directory, manager_->SavesOnThisRank(), *world_));
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(
+      manager_->SavesOnThisRank() ? manager_->BeginRun() : absl::OkStatus(), *world_));
   const Graph& graph = model.train_executor()->graph();
   LS_RETURN_IF_ERROR(manager_->SaveGraphMeta(ToProto(graph)));
   fingerprint_ = Fingerprint(graph);
@@ -361,6 +367,7 @@ absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& direc
   }
   model.SetTrainPosition(state.global_step, state.scalars.at(kDataEpochName),
                          state.scalars.at(kDataBatchName));
+  model.set_run_id(step->run_id());
   LS_ASSIGN_OR_RETURN(const bool disagreed, model.AgreeRunningStatistics());
   if (disagreed && world->rank() == 0) {
     LS_LOG(Info) << "step " << step->global_step()

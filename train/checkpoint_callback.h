@@ -41,7 +41,10 @@ inline constexpr char kDataBatchName[] = "data_batch";
 // and reason; no manifest is written, so the previous complete step stays the one a resume
 // picks. Then training stops on every rank, or, with SaveErrorPolicy::kContinue, rank 0 warns
 // and training goes on. When training begins it takes the directory's lock
-// (LockCheckpointDirectory): a second job writing there is refused.
+// (LockCheckpointDirectory): a second job writing there is refused. The directory holds one run
+// (ckpt::CheckpointManager): a fresh model's checkpoints start a run with the job's id, a resumed
+// model's continue the run it resumed (Model::run_id); a directory with complete steps of another
+// run is refused, and pruning to keep_checkpoint_max removes only this run's steps.
 enum class SaveErrorPolicy { kStop, kContinue };
 
 class ModelCheckpoint : public Callback {

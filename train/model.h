@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "graph/amp.h"
@@ -147,6 +148,11 @@ class Model {
   // Where training continues (a resumed checkpoint): the steps and epochs done, and the batches
   // of the next epoch already trained, at which Train starts that epoch.
   void SetTrainPosition(int64_t global_step, int64_t epochs_done, int64_t start_batch);
+  // The training run the model's checkpoints belong to (ckpt::CheckpointManager): unset on a
+  // fresh model until ModelCheckpoint gives it the job's id; ResumeFromCheckpoint sets the id of
+  // the run it resumed, so that the steps saved next continue that run.
+  const std::optional<std::string>& run_id() const { return run_id_; }
+  void set_run_id(std::string run_id) { run_id_ = std::move(run_id); }
   const ModelOptions& options() const { return options_; }
   // The host communicator of the ranks: the context's, or a world of one without a context.
   std::shared_ptr<parallel::Communicator> HostWorld() const;
@@ -204,6 +210,7 @@ class Model {
   int64_t global_step_ = 0;
   int64_t epochs_done_ = 0;
   int64_t start_batch_ = 0;  // of the next epoch
+  std::optional<std::string> run_id_;
   bool last_update_skipped_ = false;
   std::unique_ptr<InputFeed> train_feed_, eval_feed_;  // made by Compile
   StepGraph* queued_ = nullptr;                        // queued and not finished yet

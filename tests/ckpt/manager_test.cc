@@ -53,17 +53,19 @@ TEST(CkptManagerTest, ShouldSaveEveryNStepsAndEveryMEpochs) {
 
 // `world` managers over one directory and their ranks' states.
 struct SimulatedRanks {
-  SimulatedRanks(const std::string& dir, int world, bool all_ranks = true, int keep = 5)
-      : SimulatedRanks(std::vector<std::string>(world, dir), all_ranks, keep) {}
+  SimulatedRanks(const std::string& dir, int world, bool all_ranks = true, int keep = 5,
+                 const std::string& run = "run-a")
+      : SimulatedRanks(std::vector<std::string>(world, dir), all_ranks, keep, run) {}
   // A directory per rank, as on hosts that share no file system.
-  explicit SimulatedRanks(const std::vector<std::string>& dirs, bool all_ranks = true,
-                          int keep = 5) {
+  explicit SimulatedRanks(const std::vector<std::string>& dirs, bool all_ranks = true, int keep = 5,
+                          const std::string& run = "run-a") {
     const int world = static_cast<int>(dirs.size());
     for (int rank = 0; rank < world; ++rank) {
       managers.emplace_back(
           CheckpointConfig{
               .keep_checkpoint_max = keep, .all_ranks = all_ranks, .directory = dirs[rank]},
-          kPrefix, rank, world);
+          kPrefix, rank, world, run);
+      EXPECT_TRUE(managers.back().BeginRun().ok());
     }
   }
 
@@ -95,7 +97,7 @@ struct SimulatedRanks {
       absl::Status status = managers[rank].CopyManifest(*manifest);
       EXPECT_TRUE(status.ok()) << status;
     }
-    for (const CheckpointManager& manager : managers) {
+    for (CheckpointManager& manager : managers) {
       if (manager.SavesOnThisRank()) {
         EXPECT_TRUE(manager.Prune().ok());
       }
@@ -246,6 +248,66 @@ TEST(CkptManagerTest, TheNewestCompleteStepIsKeptUntilTheNextIsCommitted) {
   run.SaveStep(1, 10);
   run.SaveStep(1, 20, /*commit=*/false);
   EXPECT_EQ(LatestCompleteStep(dir.path(), kPrefix)->global_step(), 10);
+}
+
+// A directory holds one run: a new run refuses one with another run's complete steps, naming
+// them; the run itself (a later job that resumed it) goes on. Files without a manifest are no
+// complete step and do not count.
+TEST(CkptManagerTest, ANewRunRefusesADirectoryWithAnotherRunsCompleteSteps) {
+  TempDir dir;
+  SimulatedRanks first(dir.path(), 2);
+  first.SaveStep(1, 10);
+  first.SaveStep(1, 20);
+  first.SaveStep(1, 30, /*commit=*/false);
+  CheckpointManager other({.directory = dir.path()}, kPrefix, 0, 2, "run-b");
+  EXPECT_EQ(other.BeginRun().message(),
+            absl::StrCat(dir.path(),
+                         " holds complete steps of another run of resnet50 (steps 10, "
+                         "20): resume that run from it (lockstep-train --resume ",
+                         dir.path(),
+                         "), or write this one elsewhere; a new run would overwrite "
+                         "its files"));
+  CheckpointManager same({.directory = dir.path()}, kPrefix, 1, 2, "run-a");
+  EXPECT_TRUE(same.BeginRun().ok());
+  CheckpointManager lenet({.directory = dir.path()}, "lenet", 0, 1, "run-b");
+  EXPECT_TRUE(lenet.BeginRun().ok());  // another prefix's steps are not its own
+  TempDir uncommitted;
+  SimulatedRanks partial(uncommitted.path(), 2);
+  partial.SaveStep(1, 10, /*commit=*/false);
+  CheckpointManager fresh({.directory = uncommitted.path()}, kPrefix, 0, 2, "run-b");
+  EXPECT_TRUE(fresh.BeginRun().ok());
+}
+
+// Pruning goes by the run's manifests, never by file names: a stray file whose name says a later
+// step, another run's steps and an unreadable manifest stay; the run keeps its newest steps.
+TEST(CkptManagerTest, PruningRemovesOnlyTheRunsOwnStepsAsTheirManifestsNameThem) {
+  TempDir dir;
+  SimulatedRanks run(dir.path(), 1, /*all_ranks=*/true, /*keep=*/1);
+  // Written after the run began (BeginRun refuses another run's steps found before).
+  SimulatedRanks other(dir.path(), 1, /*all_ranks=*/true, /*keep=*/0, "run-b");
+  other.SaveStep(1, 5);
+  ASSERT_TRUE(WriteFileAtomically(dir.Join("resnet50_0-9_999.ckpt"), "stray").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir.Join("resnet50-9_998.manifest"), "{not json").ok());
+  for (int64_t step = 1; step <= 3; ++step) run.SaveStep(1, step * 10);
+  EXPECT_EQ(*ListFiles(dir.path()),
+            (std::vector<std::string>{"resnet50-1_30.manifest", "resnet50-1_5.manifest",
+                                      "resnet50-9_998.manifest", "resnet50_0-1_30.ckpt",
+                                      "resnet50_0-1_5.ckpt", "resnet50_0-9_999.ckpt"}));
+}
+
+// A job that resumed the run (new managers of the same run) prunes the steps its earlier jobs
+// saved, oldest first.
+TEST(CkptManagerTest, AResumedRunPrunesTheStepsItsEarlierJobsSaved) {
+  TempDir dir;
+  SimulatedRanks first_job(dir.path(), 2, /*all_ranks=*/true, /*keep=*/2);
+  first_job.SaveStep(1, 10);
+  first_job.SaveStep(1, 20);
+  SimulatedRanks second_job(dir.path(), 2, /*all_ranks=*/true, /*keep=*/2);
+  second_job.SaveStep(1, 30);
+  EXPECT_EQ(*ListFiles(dir.path()),
+            (std::vector<std::string>{"resnet50-1_20.manifest", "resnet50-1_30.manifest",
+                                      "resnet50_0-1_20.ckpt", "resnet50_0-1_30.ckpt",
+                                      "resnet50_1-1_20.ckpt", "resnet50_1-1_30.ckpt"}));
 }
 
 // Hosts that share no file system: rank 0 commits from what the ranks reported, without seeing

@@ -11,6 +11,9 @@
   two_jobs  a second job writing the directory of a running one exits 1 naming the first's host
             and pid; the first finishes normally and its newest step verifies
   killed    a relaunch after a SIGKILL of the lock's holder resumes: the lock died with it
+  one_run   a fresh run into a directory with another run's complete steps exits 1 naming them,
+            the directory unchanged; resuming that run with --keep-max 1 prunes its older steps
+            by their manifests and leaves a stray file whose name says a later step
 
   resume_checks_test.py --train T --ckpt C --make-sample M [--mpirun MPIRUN --ranks N] CASE
 Prints "ok" and exits 0 when the case held.
@@ -244,8 +247,43 @@ def case_killed(runner, work):
     expect(RESUMED.search(out), "the relaunch did not resume", out)
 
 
+def directory_state(directory):
+    """Each file's name and bytes, but the lock's (the job that last wrote there)."""
+    state = {}
+    for name in sorted(os.listdir(directory)):
+        if name == ".lockstep.lock":
+            continue
+        with open(os.path.join(directory, name), "rb") as f:
+            state[name] = f.read()
+    return state
+
+
+def case_one_run(runner, work):
+    ckpt = os.path.join(work, "ckpt")
+    runner.checkpoints(ckpt)
+    before = directory_state(ckpt)
+    rc, out = runner.run("--ckpt-dir", ckpt, "--save-steps", "1", "--keep-max", "1", epochs=1)
+    expect(rc == 1, f"a fresh run into another run's directory exited {rc}", out)
+    expect(f"error: {ckpt} holds complete steps of another run of lenet (steps 2, 4, 5): resume "
+           f"that run from it (lockstep-train --resume {ckpt}), or write this one elsewhere" in out,
+           "the error does not name the directory, the steps and the choices", out)
+    expect(directory_state(ckpt) == before, "the refused run changed the directory")
+
+    stray = os.path.join(ckpt, "lenet_0-9_999.ckpt")  # its name says a later step
+    with open(stray, "w") as f:
+        f.write("not ours")
+    rc, out = runner.run("--ckpt-dir", ckpt, "--resume", ckpt, "--save-steps", "2", "--keep-max",
+                         "1", epochs=2)
+    expect(rc == 0 and RESUMED.search(out), f"resuming the run exited {rc}", out)
+    expect(os.path.exists(stray), "pruning deleted a file no manifest of the run names")
+    manifests = sorted(name for name in os.listdir(ckpt) if name.endswith(".manifest"))
+    expect(manifests == ["lenet-2_5.manifest"], f"the run kept {manifests}, not its newest step")
+    rc, out = runner.verify(ckpt)
+    expect(rc == 0, "the run's newest step does not verify", out)
+
+
 CASES = {"missing": case_missing, "damaged": case_damaged, "tampered": case_tampered,
-         "two_jobs": case_two_jobs, "killed": case_killed}
+         "two_jobs": case_two_jobs, "killed": case_killed, "one_run": case_one_run}
 
 
 def main():
