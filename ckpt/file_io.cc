@@ -40,10 +40,10 @@ absl::Status SyncDirectory(const std::string& dir) {
 }  // namespace
 
 absl::StatusOr<AtomicFile> AtomicFile::Create(std::string path, absl::string_view tmp_suffix) {
+  LS_RETURN_IF_ERROR(CheckOutputPath(path));
   std::string tmp_path = absl::StrCat(path, tmp_suffix);
   AtomicFile file(std::move(path), std::move(tmp_path));
-  file.fd_ = open(file.TmpPath().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (file.fd_ < 0) return ErrnoError("creating", file.TmpPath());
+  LS_ASSIGN_OR_RETURN(file.fd_, OpenOutputFile(file.TmpPath(), O_CREAT | O_TRUNC));
   return file;
 }
 

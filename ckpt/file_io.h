@@ -14,7 +14,8 @@ namespace lockstep::ckpt {
 
 // Writes `path` through a tmp file beside it: nothing appears under `path` until Commit, which
 // fsyncs the file, renames it over `path` and fsyncs the directory. Uncommitted, the tmp file is
-// removed.
+// removed. Only a regular file is ever replaced (CheckOutputPath): a directory, FIFO, device,
+// socket or link at `path` or at the tmp path is refused, naming it.
 class AtomicFile {
  public:
   // The tmp file is `path` + `tmp_suffix`: processes that may write one path at once need

@@ -27,6 +27,12 @@ absl::Status NotRegular(const std::string& path, mode_t mode) {
       absl::StrCat(path, " is ", Kind(mode), ", not a regular file: it cannot be read as one"));
 }
 
+absl::Status NotWritable(const std::string& path, mode_t mode) {
+  return absl::FailedPreconditionError(absl::StrCat("refusing to write ", path, ": it is ",
+                                                    S_ISLNK(mode) ? "a symbolic link" : Kind(mode),
+                                                    ", not a regular file this program writes"));
+}
+
 // `path` with links, "." and ".." resolved as far as it exists; the rest appended as written.
 fs::path Resolved(const std::string& path) {
   std::error_code error;
@@ -66,6 +72,40 @@ absl::StatusOr<RegularFile> OpenRegularFile(const std::string& path) {
   // Regular files ignore O_NONBLOCK; it is cleared so that nothing later depends on it.
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return RegularFile{fd, static_cast<uint64_t>(info.st_size)};
+}
+
+absl::Status CheckOutputPath(const std::string& path, const FileKind* kind) {
+  struct stat info;
+  if (lstat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot check ", path));
+  }
+  if (!S_ISREG(info.st_mode)) return NotWritable(path, info.st_mode);
+  if (kind == nullptr || kind->recognizes(path)) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("refusing to replace ", path, ": it is not ", kind->name,
+                   " (another kind of file); choose another path, or remove it first"));
+}
+
+absl::StatusOr<int> OpenOutputFile(const std::string& path, int flags) {
+  // O_NONBLOCK: opening a FIFO for writing fails (ENXIO) instead of waiting for a reader.
+  const int fd = open(path.c_str(), flags | O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    struct stat info;
+    const int open_error = errno;
+    if (lstat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+      return NotWritable(path, info.st_mode);
+    }
+    return absl::ErrnoToStatus(open_error, absl::StrCat("cannot open ", path, " for writing"));
+  }
+  struct stat info;
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    const absl::Status status = NotWritable(path, info.st_mode);
+    close(fd);
+    return status;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
 }
 
 absl::Status CheckOutputsAreNotInputs(const std::vector<NamedPath>& outputs,

@@ -44,6 +44,7 @@ absl::StatusOr<Tensor> ReadFileBytes(const std::string& path) {
 }
 
 absl::Status WriteFileBytes(const std::string& path, absl::Span<const uint8_t> bytes) {
+  LS_RETURN_IF_ERROR(CheckOutputPath(path));
   errno = 0;
   FILE* file = std::fopen(path.c_str(), "wb");
   if (file == nullptr)

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_format.h"
+#include "core/paths.h"
 
 namespace lockstep {
 namespace {
@@ -13,6 +14,7 @@ absl::Status WriteDump(const std::string& dir, int index, absl::string_view pass
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   std::string path = absl::StrFormat("%s/%02d_%s.txt", dir, index, pass);
+  LS_RETURN_IF_ERROR(CheckOutputPath(path));
   std::ofstream out(path);
   out << DumpGraph(graph);
   if (!out) return absl::InternalError(absl::StrCat("cannot write graph dump ", path));

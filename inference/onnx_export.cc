@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "ckpt/file_io.h"
 #include "core/json.h"
+#include "core/paths.h"
 #include "inference/onnx_registry.h"
 #include "onnx/checker.h"
 #include "train/dataset_source.h"
@@ -197,8 +198,25 @@ absl::StatusOr<onnx::ModelProto> ToOnnx(const InferenceModel& model,
   return out;
 }
 
+namespace {
+
+// An existing file at an export's path is replaced only when it is an ONNX model with a graph (an
+// earlier export): never a checkpoint, a manifest or an image.
+const FileKind& OnnxModelKind() {
+  static const FileKind kind{"an ONNX model", [](const std::string& path) {
+                               absl::StatusOr<std::string> bytes = ckpt::ReadWholeFile(path);
+                               onnx::ModelProto model;
+                               return bytes.ok() && model.ParseFromString(*bytes) &&
+                                      model.ir_version() > 0 && model.has_graph();
+                             }};
+  return kind;
+}
+
+}  // namespace
+
 absl::Status ExportOnnx(const InferenceModel& model, const Preprocessing& preprocessing,
                         const std::string& path) {
+  LS_RETURN_IF_ERROR(CheckOutputPath(path, &OnnxModelKind()));
   LS_ASSIGN_OR_RETURN(onnx::ModelProto onnx, ToOnnx(model, preprocessing));
   std::string bytes;
   if (!onnx.SerializeToString(&bytes)) {

@@ -7,6 +7,9 @@
 # - A FIFO given to `list` and `predict` is refused, not waited on.
 # - `lockstep-ckpt export` onto its own checkpoint, directly or through a link, is refused and the
 #   checkpoint is unchanged; `lockstep-train --ckpt-dir` inside --data's train/ is refused.
+# - Writers replace only regular files of their own kind: export --out onto /dev/null, a
+#   directory, a FIFO, a checkpoint, a manifest, a meta or an image; a FIFO where the graph meta
+#   goes; a directory where the metrics go.
 # - `lockstep-make-sample` with 60000x60000 images (86 GB to draw one) is refused naming the flags
 #   and the bytes, leaving no folder.
 # lockstep-ckpt's errors exit 2 (its usage: 1 is for files that differ or fail verification).
@@ -69,6 +72,40 @@ run 2 "$ckpt" export "$good" --out link.onnx
 expect "--out link.onnx is the checkpoint $good"
 [[ $(cksum <"$good") == "$before" && -L link.onnx ]] || fail "the checkpoint or the link changed"
 run 0 "$ckpt" export "$good" --out model.onnx
+
+# Writers replace only regular files of their own kind (issue 37, class 2): export --out onto a
+# device (as root, a rename would replace /dev/null), a directory, a FIFO (without waiting on
+# it), another checkpoint, a manifest, the graph meta or an image is refused naming the path, and
+# the file is unchanged; an earlier export is replaced.
+mkdir adir
+mkfifo out.fifo
+cp "$good" other.ckpt
+cp good/lenet_0-graph.meta other-graph.meta
+run 2 "$ckpt" export "$good" --out /dev/null
+expect "refusing to write /dev/null: it is a character device, not a regular file this program writes"
+[[ -c /dev/null ]] || fail "/dev/null is no longer a device"
+run 2 "$ckpt" export "$good" --out adir
+expect "refusing to write adir: it is a directory"
+run 2 "$ckpt" export "$good" --out out.fifo
+expect "refusing to write out.fifo: it is a FIFO (named pipe)"
+for other in other.ckpt good/lenet-1_5.manifest other-graph.meta "$image"; do
+  before=$(cksum <"$other")
+  run 2 "$ckpt" export "$good" --out "$other"
+  expect "refusing to replace $other: it is not an ONNX model (another kind of file)"
+  [[ $(cksum <"$other") == "$before" ]] || fail "export changed $other"
+done
+run 0 "$ckpt" export "$good" --out model.onnx
+# The checkpoint and summary writers alike: a FIFO where the graph meta goes, a directory where
+# the metrics go.
+mkdir fifo_ckpt summary
+mkfifo fifo_ckpt/lenet_0-graph.meta
+mkdir summary/metrics.jsonl
+run 1 "$train" --data data --model lenet --epochs 1 --batch-size 4 --threads 1 --ckpt-dir fifo_ckpt
+expect "refusing to write fifo_ckpt/lenet_0-graph.meta: it is a FIFO (named pipe)"
+[[ -p fifo_ckpt/lenet_0-graph.meta ]] || fail "the FIFO was replaced"
+run 1 "$train" --data data --model lenet --epochs 1 --batch-size 4 --threads 1 \
+  --summary-dir summary
+expect "refusing to write summary/metrics.jsonl: it is a directory"
 
 run 1 "$train" --data data --model lenet --epochs 1 --batch-size 4 --threads 1 \
   --ckpt-dir data/train/ckpt

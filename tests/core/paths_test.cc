@@ -1,11 +1,14 @@
 #include "core/paths.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "tests/testing/temp_dir.h"
 
@@ -65,6 +68,44 @@ TEST(PathsTest, OnlyRegularFilesAreOpened) {
   EXPECT_NE(OpenRegularFile("/dev/null").status().message().find("is a character device"),
             std::string::npos);
   EXPECT_TRUE(absl::IsNotFound(OpenRegularFile(dir.Join("missing")).status()));
+}
+
+// Writers replace regular files only, of their own kind when one is given; a FIFO is refused
+// without waiting for a reader.
+TEST(PathsTest, OnlyRegularFilesOfTheWritersKindAreReplaced) {
+  TempDir dir;
+  const std::string file = dir.Join("file");
+  std::ofstream(file) << "four";
+  EXPECT_TRUE(CheckOutputPath(file).ok());
+  EXPECT_TRUE(CheckOutputPath(dir.Join("missing")).ok());
+  ASSERT_EQ(mkfifo(dir.Join("fifo").c_str(), 0600), 0);
+  ASSERT_EQ(symlink(file.c_str(), dir.Join("link").c_str()), 0);
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {dir.Join("fifo"), "a FIFO (named pipe)"},
+      {dir.path(), "a directory"},
+      {"/dev/null", "a character device"},
+      {dir.Join("link"), "a symbolic link"}};
+  for (const auto& [path, what] : refused) {
+    const std::string message = absl::StrCat("refusing to write ", path, ": it is ", what,
+                                             ", not a regular file this program writes");
+    EXPECT_EQ(CheckOutputPath(path).message(), message);
+    EXPECT_EQ(OpenOutputFile(path, O_CREAT | O_TRUNC).status().message(), message);
+  }
+  const FileKind fours{"a file of fours", [](const std::string& path) {
+                         std::string text;
+                         std::ifstream(path) >> text;
+                         return text == "four";
+                       }};
+  EXPECT_TRUE(CheckOutputPath(file, &fours).ok());
+  std::ofstream(file) << "five";
+  EXPECT_EQ(CheckOutputPath(file, &fours).message(),
+            absl::StrCat("refusing to replace ", file,
+                         ": it is not a file of fours (another kind of file); choose another path, "
+                         "or remove it first"));
+  absl::StatusOr<int> fd = OpenOutputFile(dir.Join("new"), O_CREAT | O_TRUNC);
+  ASSERT_TRUE(fd.ok()) << fd.status();
+  EXPECT_EQ(write(*fd, "x", 1), 1);
+  close(*fd);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_join.h"
 #include "ckpt/file_io.h"
+#include "core/paths.h"
 #include "train/summary/summary_writer.h"
 
 extern char** environ;
@@ -125,6 +126,8 @@ absl::StatusOr<PlotOutcome> PlotCurves(const std::string& directory) {
   const std::string accuracy_plot = PlotCommand(series, /*accuracy_panel=*/true);
   if (loss_plot.empty() && accuracy_plot.empty()) return PlotOutcome::kNoData;
   const std::string script_path = ckpt::JoinPath(directory, kCurvesScriptName);
+  // gnuplot writes the picture itself: a FIFO there would block it, a directory fail it.
+  LS_RETURN_IF_ERROR(CheckOutputPath(ckpt::JoinPath(directory, kCurvesFileName)));
   LS_RETURN_IF_ERROR(
       ckpt::WriteFileAtomically(script_path, Script(series, loss_plot, accuracy_plot)));
   LS_ASSIGN_OR_RETURN(bool ran, RunGnuplot(directory, script_path));

@@ -11,6 +11,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
+#include "core/paths.h"
 #include "ckpt/file_io.h"
 #include "train/summary/event.pb.h"
 #include "train/summary/tfrecord.h"
@@ -53,8 +54,7 @@ std::string EventRecord(const proto::Event& event) {
 }  // namespace
 
 absl::StatusOr<AppendOnlyFile> AppendOnlyFile::Open(std::string path) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("opening ", path));
+  LS_ASSIGN_OR_RETURN(const int fd, OpenOutputFile(path, O_CREAT | O_APPEND));
   return AppendOnlyFile(std::move(path), fd);
 }
 
