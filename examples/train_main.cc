@@ -15,6 +15,8 @@
 // the data and the model are known. Every refusal names the flag, the value and what is
 // accepted. A run that applied no optimizer update exits 1 saying why.
 
+#include <zlib.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
@@ -447,6 +449,24 @@ absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx,
   return data;
 }
 
+// What every rank must read alike, agreed before the first step: a rank with an incomplete copy
+// of the data set would take other step counts and labels, and its collectives would meet the
+// others' mismatched. The class list goes by its count, ends and CRC-32.
+std::vector<parallel::Setting> DataSettings(const Flags& f, const Data& data) {
+  const dataset::Dataset& train = data.train->dataset();
+  const std::vector<std::string> classes = train.class_names();
+  const std::string names = absl::StrJoin(classes, "/");
+  const uLong crc =
+      crc32(0L, reinterpret_cast<const Bytef*>(names.data()), static_cast<uInt>(names.size()));
+  return {{absl::StrCat("images in ", f.data, "/train"), absl::StrCat(train.plan().source->size())},
+          {"validation images",
+           data.val == nullptr ? "none" : absl::StrCat(data.val->dataset().plan().source->size())},
+          {"classes", classes.empty() ? "none"
+                                      : absl::StrCat(classes.size(), " (", classes.front(), " .. ",
+                                                     classes.back(), ", CRC-32 ",
+                                                     absl::Hex(crc, absl::kZeroPad8), ")")}};
+}
+
 LrSchedule Schedule(const Flags& f, int64_t steps_per_epoch) {
   const int64_t total = f.epochs * steps_per_epoch;
   const int64_t warmup = static_cast<int64_t>(f.warmup_epochs * steps_per_epoch);
@@ -677,6 +697,8 @@ absl::Status Run(Flags f, const parallel::Context& ctx, const EnvOptions& env) {
   absl::StatusOr<Job> job = PrepareJob(f, ctx, env);
   // A set-up error is printed once for all ranks, not once by each.
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(job.status(), *ctx.HostWorld()));
+  LS_RETURN_IF_ERROR(parallel::AgreeOnSettings(DataSettings(f, job->data), *ctx.HostWorld(),
+                                               "the ranks read different data sets"));
   const int64_t steps_per_epoch = job->data.train->dataset().BatchesPerEpoch() / f.grad_accum;
   Model model(job->net, SoftmaxCrossEntropy(),
               Momentum{.lr = Schedule(f, steps_per_epoch),

@@ -11,6 +11,7 @@ absl::Status CollectiveHandle::Wait(std::chrono::milliseconds timeout) {
   if (state_ == nullptr) return absl::OkStatus();  // nothing was submitted
   std::unique_lock<std::mutex> lock(state_->mutex);
   if (!state_->cv.wait_for(lock, timeout, [this] { return state_->done; })) {
+    state_->queue_abandoned->store(true);
     return absl::DeadlineExceededError(absl::StrCat(
         "collective #", state_->sequence, " ", state_->label, " did not finish within ",
         timeout.count() / 1000.0, " s: a rank died or took another path",
@@ -25,15 +26,20 @@ bool CollectiveHandle::done() const {
   return state_->done;
 }
 
-CollectiveQueue::CollectiveQueue() : thread_([this] { Loop(); }) {}
+CollectiveQueue::CollectiveQueue()
+    : shared_(std::make_shared<Shared>()), thread_([shared = shared_] { Loop(shared); }) {}
 
 CollectiveQueue::~CollectiveQueue() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->stopping = true;
   }
-  cv_.notify_one();
-  thread_.join();
+  shared_->cv.notify_one();
+  if (shared_->abandoned->load()) {
+    thread_.detach();
+  } else {
+    thread_.join();
+  }
 }
 
 CollectiveHandle CollectiveQueue::Submit(std::string label,
@@ -42,23 +48,25 @@ CollectiveHandle CollectiveQueue::Submit(std::string label,
   handle.state_ = std::make_shared<CollectiveHandle::State>();
   handle.state_->sequence = whereabouts::IssueCollective(label);
   handle.state_->label = std::move(label);
+  handle.state_->queue_abandoned = shared_->abandoned;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pending_.push_back({std::move(collective), handle.state_});
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    shared_->pending.push_back({std::move(collective), handle.state_});
   }
-  cv_.notify_one();
+  shared_->cv.notify_one();
   return handle;
 }
 
-void CollectiveQueue::Loop() {
+void CollectiveQueue::Loop(std::shared_ptr<Shared> shared) {
   while (true) {
     Work work;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
-      if (pending_.empty()) return;  // stopping, and everything submitted has run
-      work = std::move(pending_.front());
-      pending_.pop_front();
+      std::unique_lock<std::mutex> lock(shared->mutex);
+      shared->cv.wait(lock, [&] { return shared->stopping || !shared->pending.empty(); });
+      // Stopping: everything submitted has run, or the queue was abandoned after a timeout.
+      if (shared->pending.empty() || (shared->stopping && shared->abandoned->load())) return;
+      work = std::move(shared->pending.front());
+      shared->pending.pop_front();
     }
     absl::Status status = work.run();
     whereabouts::CompleteCollective(work.state->sequence);

@@ -5,6 +5,7 @@
 // communicator: every rank submits the same collectives in the same order, so the order in
 // which they reach the communicator matches across ranks.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -36,7 +37,8 @@ class CollectiveHandle {
     bool done = false;
     absl::Status status;
     std::string label;
-    int64_t sequence = 0;  // core/whereabouts.h
+    int64_t sequence = 0;                                // core/whereabouts.h
+    std::shared_ptr<std::atomic<bool>> queue_abandoned;  // set by a Wait that timed out
   };
   std::shared_ptr<State> state_;
 };
@@ -44,7 +46,11 @@ class CollectiveHandle {
 class CollectiveQueue {
  public:
   CollectiveQueue();
-  ~CollectiveQueue();  // finishes what was submitted, then joins
+  // Finishes what was submitted, then joins; except after a Wait timed out: its collective may
+  // never return (a rank died or was stopped), so the thread is left to it, and to the process's
+  // end, and what is still pending is dropped. That lets the error reach the binary's report
+  // (parallel::ReportFatal) instead of hanging in the destructors on the way.
+  ~CollectiveQueue();
   CollectiveQueue(const CollectiveQueue&) = delete;
   CollectiveQueue& operator=(const CollectiveQueue&) = delete;
 
@@ -52,16 +58,21 @@ class CollectiveQueue {
   CollectiveHandle Submit(std::string label, std::function<absl::Status()> collective);
 
  private:
-  void Loop();
-
   struct Work {
     std::function<absl::Status()> run;
     std::shared_ptr<CollectiveHandle::State> state;
   };
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Work> pending_;
-  bool stopping_ = false;
+  // What the thread shares with the queue; the thread keeps it alive when it is left running.
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<Work> pending;
+    bool stopping = false;
+    std::shared_ptr<std::atomic<bool>> abandoned = std::make_shared<std::atomic<bool>>(false);
+  };
+  static void Loop(std::shared_ptr<Shared> shared);
+
+  std::shared_ptr<Shared> shared_;
   std::thread thread_;
 };
 

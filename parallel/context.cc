@@ -11,6 +11,7 @@
 #include "parallel/agree.h"
 #include "parallel/gpu_assignment.h"
 #include "parallel/mpi_communicator.h"
+#include "parallel/timed_communicator.h"
 #include "parallel/watchdog.h"
 #ifdef LOCKSTEP_WITH_CUDA
 #include "ops/cuda/cuda_status.h"
@@ -77,6 +78,7 @@ Context::State::~State() {
   // The communicators free their MPI and NCCL resources, which must go before MPI_Finalize.
   device_world.reset();
   host_world.reset();
+  host_comm.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalize_mpi && !finalized) MPI_Finalize();
@@ -85,7 +87,8 @@ Context::State::~State() {
 Context ContextBuilder::WorldOfOne(const CommOptions& options) {
   auto state = std::make_shared<State>();
   state->comm_options = options;
-  state->host_world = MakeSelfCommunicator(Device::CPU());
+  state->host_comm = MakeSelfCommunicator(Device::CPU());
+  state->host_world = state->host_comm;  // a world of one never waits
 #ifdef LOCKSTEP_WITH_CUDA
   // NCCL with one rank, so a world of one runs the same collective kernels as many ranks.
   if (CudaAvailable()) {
@@ -137,9 +140,11 @@ absl::Status ContextBuilder::Start(int* argc, char*** argv, State* state) {
   MPI_RETURN_IF_ERROR(MPI_Comm_rank(local, &state->local_rank));
   MPI_RETURN_IF_ERROR(MPI_Comm_size(local, &state->local_size));
   MPI_RETURN_IF_ERROR(MPI_Comm_free(&local));
-  LS_ASSIGN_OR_RETURN(state->host_world,
+  LS_ASSIGN_OR_RETURN(state->host_comm,
                       MpiCommunicator::Create(MPI_COMM_WORLD, MpiCommunicator::kMaxCount,
                                               state->comm_options.allreduce_segment_bytes));
+  state->host_world =
+      std::make_shared<TimedCommunicator>(state->host_comm, state->comm_options.collective_timeout);
   LS_RETURN_IF_ERROR(StartWatchdog());
   return StartDeviceWorld(state);
 }
@@ -195,7 +200,7 @@ absl::StatusOr<Device> Context::DeviceFor(absl::string_view choice) const {
 }
 
 absl::StatusOr<std::shared_ptr<Communicator>> Context::World(Device device) const {
-  if (device.type == DeviceType::kCPU) return state_->host_world;
+  if (device.type == DeviceType::kCPU) return state_->host_comm;
   const std::shared_ptr<Communicator>& device_world = state_->device_world;
   if (device_world != nullptr && device_world->device() == device) return device_world;
   const std::string why = !kCudaBuild                   ? "this build has no CUDA support"

@@ -52,8 +52,12 @@ class Context {
   bool launched_by_mpi() const { return state_->mpi_started; }
   const CommOptions& comm_options() const { return state_->comm_options; }
 
-  // The world communicator for tensors on `device`: MPI for the CPU, NCCL for CUDA.
+  // The world communicator for tensors on `device`: MPI for the CPU, NCCL for CUDA. The
+  // communication groups (comm_group.h) run it through their own queues, with the timeout.
   absl::StatusOr<std::shared_ptr<Communicator>> World(Device device) const;
+  // The host world for collectives of one's own, outside the graph: under MPI each one waits
+  // with the collective timeout (TimedCommunicator), so a dead or stopped rank ends it with a
+  // report instead of a hang.
   std::shared_ptr<Communicator> HostWorld() const { return state_->host_world; }
 
  private:
@@ -72,7 +76,8 @@ class Context {
     bool mpi_started = false;
     bool finalize_mpi =
         false;  // set once MPI started fully; a failed start leaves it to ReportFatal
-    std::shared_ptr<Communicator> host_world;
+    std::shared_ptr<Communicator> host_comm;     // MPI's (or a world of one's), untimed
+    std::shared_ptr<Communicator> host_world;    // host_comm with the timeout (TimedCommunicator)
     std::shared_ptr<Communicator> device_world;  // null without a GPU
     absl::Status gpu_error;                      // why the ranks' GPUs could not be assigned
     std::string cpu_reason;  // why every rank computes on the CPU although GPUs were seen

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <regex>
 #include <thread>
 #include <vector>
@@ -78,6 +82,30 @@ TEST(CollectiveQueueTest, DestructorFinishesWhatWasSubmitted) {
     }
   }
   EXPECT_EQ(runs, 5);
+}
+
+// A collective that timed out may never return (a stopped rank): destroying its queue must not
+// wait for it, so that the error reaches the report; what was still pending is dropped.
+TEST(CollectiveQueueTest, DestructorLeavesACollectiveThatTimedOut) {
+  auto release = std::make_shared<std::promise<void>>();
+  auto pending_ran = std::make_shared<std::atomic<bool>>(false);
+  const auto start = std::chrono::steady_clock::now();
+  {
+    CollectiveQueue queue;
+    CollectiveHandle stuck = queue.Submit("stuck", [released = release->get_future().share()] {
+      released.wait();
+      return absl::OkStatus();
+    });
+    queue.Submit("after", [pending_ran] {
+      pending_ran->store(true);
+      return absl::OkStatus();
+    });
+    EXPECT_TRUE(absl::IsDeadlineExceeded(stuck.Wait(milliseconds(20))));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(5000));
+  release->set_value();  // the left thread ends, without running what was pending
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(pending_ran->load());
 }
 
 TEST(CollectiveQueueTest, DefaultHandleIsDone) {

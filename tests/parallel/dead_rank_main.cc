@@ -27,7 +27,9 @@ int Run(int argc, char** argv) {
   absl::StatusOr<Context> ctx = Init(&argc, &argv, env->init);
   if (!ctx.ok()) return ReportFatal(ctx.status());
   if (ctx->rank() == 1) std::_Exit(3);
-  std::shared_ptr<Communicator> world = ctx->HostWorld();
+  absl::StatusOr<std::shared_ptr<Communicator>> cpu_world = ctx->World(Device::CPU());
+  if (!cpu_world.ok()) return ReportFatal(cpu_world.status());
+  std::shared_ptr<Communicator> world = *cpu_world;  // queued below, as a group queues it
   Tensor gradient = Tensor::Zeros({1024}, DType::kF32);
   CollectiveQueue queue;
   CollectiveHandle handle = queue.Submit(

@@ -11,6 +11,8 @@
   two_jobs  a second job writing the directory of a running one exits 1 naming the first's host
             and pid; the first finishes normally and its newest step verifies
   killed    a relaunch after a SIGKILL of the lock's holder resumes: the lock died with it
+  stopped   one rank stopped (SIGSTOP) while the others agree before training: every rank ends
+            after LOCKSTEP_COLLECTIVE_TIMEOUT_S with the report naming it; no hang
   one_run   a fresh run into a directory with another run's complete steps exits 1 naming them,
             the directory unchanged; resuming that run with --keep-max 1 prunes its older steps
             by their manifests and leaves a stray file whose name says a later step
@@ -282,8 +284,49 @@ def case_one_run(runner, work):
     expect(rc == 0, "the run's newest step does not verify", out)
 
 
+def rank_pid(session, rank):
+    """The pid of lockstep-train's rank `rank` in process session `session`."""
+    for pid in trainers(session):
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            if f"OMPI_COMM_WORLD_RANK={rank}".encode() in f.read().split(b"\0"):
+                return pid
+    raise Failure(f"no rank {rank} among {trainers(session)}")
+
+
+def case_stopped(runner, work):
+    ckpt = os.path.join(work, "ckpt")
+    env = dict(os.environ, LOCKSTEP_COLLECTIVE_TIMEOUT_S="3")
+    launch = subprocess.Popen(runner.command("--ckpt-dir", ckpt, "--save-steps", "1", epochs=50),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True, env=env)
+    # The lock taken, the ranks go on with the agreements before training: collectives outside
+    # the graph, where the stopped rank leaves the others waiting.
+    wait_for(lambda: "pid" in lock_record(ckpt) and len(trainers(launch.pid)) == ARGS.ranks,
+             "lock taken by the job")
+    last = ARGS.ranks - 1
+    os.kill(rank_pid(launch.pid, last), signal.SIGSTOP)
+    try:
+        launch.wait(timeout=TIMEOUT_S / 2)  # mpirun's exit: a stopped rank may outlive it
+        hung = False
+    except subprocess.TimeoutExpired:
+        hung = True
+    try:
+        os.killpg(launch.pid, signal.SIGKILL)  # what is left of the job, stopped or not
+    except ProcessLookupError:
+        pass  # nothing
+    out = launch.communicate()[0]
+    expect(not hung, f"the job hung with rank {last} stopped", out)
+    expect(launch.returncode != 0, f"the job exited {launch.returncode} with a rank stopped", out)
+    expect(re.search(r"error: collective #\d+ .* did not finish within 3 s: a rank died or took "
+                     r"another path; where each rank is:", out),
+           "no report of the collective that timed out", out)
+    expect(f"rank {last}: unresponsive" in out or f"rank(s) {last}" in out,
+           f"the report does not name the stopped rank {last}", out)
+
+
 CASES = {"missing": case_missing, "damaged": case_damaged, "tampered": case_tampered,
-         "two_jobs": case_two_jobs, "killed": case_killed, "one_run": case_one_run}
+         "two_jobs": case_two_jobs, "killed": case_killed, "one_run": case_one_run,
+         "stopped": case_stopped}
 
 
 def main():
