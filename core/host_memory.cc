@@ -17,6 +17,45 @@ uint64_t SoftLimit(int resource) {
   return static_cast<uint64_t>(limit.rlim_cur);
 }
 
+// A "Key:  N kB" line of /proc/self/status, in bytes; 0 when missing.
+uint64_t StatusBytes(const std::string& wanted) {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  uint64_t kib = 0;
+  while (status >> key) {
+    if (key == wanted && status >> kib) return kib * 1024;
+    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
+// The first number of a cgroup file ("max" and missing files: UINT64_MAX).
+uint64_t CgroupValue(const std::string& path) {
+  std::ifstream file(path);
+  uint64_t value = 0;
+  return file >> value ? value : UINT64_MAX;
+}
+
+// memory.max less memory.current of this process's cgroup (v2); UINT64_MAX without a limit.
+uint64_t CgroupHeadroom() {
+  std::ifstream membership("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(membership, line)) {
+    if (!line.starts_with("0::")) continue;  // the v2 hierarchy
+    const std::string dir = "/sys/fs/cgroup" + line.substr(3);
+    const uint64_t max = CgroupValue(dir + "/memory.max");
+    if (max == UINT64_MAX) return UINT64_MAX;
+    const uint64_t current = CgroupValue(dir + "/memory.current");
+    return current == UINT64_MAX || current >= max ? 0 : max - current;
+  }
+  return UINT64_MAX;
+}
+
+uint64_t Less(uint64_t limit, uint64_t used) {
+  if (limit == UINT64_MAX) return UINT64_MAX;
+  return limit > used ? limit - used : 0;
+}
+
 }  // namespace
 
 uint64_t HostMemoryLimit() {
@@ -32,12 +71,21 @@ uint64_t HostMemoryAvailable() {
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
   uint64_t kib = 0;
+  uint64_t available = static_cast<uint64_t>(sysconf(_SC_AVPHYS_PAGES)) *
+                       static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   while (meminfo >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
+    if (key == "MemAvailable:") {
+      available = kib * 1024;
+      break;
+    }
     meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
   }
-  return static_cast<uint64_t>(sysconf(_SC_AVPHYS_PAGES)) *
-         static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return std::min(available, CgroupHeadroom());
+}
+
+uint64_t ProcessMemoryHeadroom() {
+  return std::min(Less(SoftLimit(RLIMIT_AS), StatusBytes("VmSize:")),
+                  Less(SoftLimit(RLIMIT_DATA), StatusBytes("VmData:")));
 }
 
 absl::Status CheckHostMemory(uint64_t bytes, absl::string_view what) {

@@ -16,9 +16,15 @@ namespace lockstep {
 uint64_t HostMemoryLimit();
 
 // The memory the host can give now: MemAvailable of /proc/meminfo (free memory plus caches it
-// can drop), or the free pages where the kernel does not report it. For sizing work, where
-// HostMemoryLimit is for refusing sizes no run could hold.
+// can drop), or the free pages where the kernel does not report it, and no more than the
+// process's cgroup (v2 memory.max less memory.current: a container's limit) has left. For sizing
+// work, where HostMemoryLimit is for refusing sizes no run could hold.
 uint64_t HostMemoryAvailable();
+
+// What this process may still map under its own limits: the address-space limit (ulimit -v) less
+// the address space it maps now (VmSize), and the data limit (ulimit -d) less its data (VmData);
+// UINT64_MAX without limits.
+uint64_t ProcessMemoryHeadroom();
 
 // ResourceExhausted "<what> needs <bytes> bytes, more than ..." when `bytes` exceeds
 // HostMemoryLimit().

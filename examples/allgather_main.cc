@@ -15,7 +15,10 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/host_memory.h"
 #include "examples/env_options.h"
+#include "examples/flag_checks.h"
+#include "parallel/agree.h"
 #include "parallel/collective_util.h"
 #include "parallel/context.h"
 
@@ -97,10 +100,18 @@ absl::Status GatherRankIds(Communicator& comm, Communicator& host_world, const O
 }
 
 absl::Status Run(const Options& options, const Context& ctx) {
+  Communicator& host_world = *ctx.HostWorld();
+  // The input, the gathered blocks and their host copies, refused before any is allocated.
+  const double bytes = static_cast<double>(options.count) * 4.0 * (1.0 + ctx.size()) *
+                       2.0;  // int32 and float32 alike
+  LS_RETURN_IF_ERROR(AgreeAcrossRanks(
+      CheckHostMemory(bytes > 0x1p63 ? UINT64_MAX : static_cast<uint64_t>(bytes),
+                      absl::StrCat("--count ", options.count, " with ", ctx.size(), " ranks")),
+      host_world));
   Device device = options.backend == "nccl" ? Device::CUDA(ctx.local_rank()) : Device::CPU();
   absl::StatusOr<std::shared_ptr<Communicator>> world = ctx.World(device);
+  if (options.backend == "mpi") world = ctx.HostWorld();  // its collectives under the timeout
   if (!world.ok()) return Annotate(world.status(), absl::StrCat("--backend ", options.backend));
-  Communicator& host_world = *ctx.HostWorld();
   return options.dtype == "int32" ? GatherRankIds<int32_t>(**world, host_world, options)
                                   : GatherRankIds<float>(**world, host_world, options);
 }
@@ -125,7 +136,18 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"int32", "float32"}));
   app.add_option("--iters", options.iters, "timed AllGathers after the check (0: none)")
       ->check(CLI::Range(0, 1 << 30));
-  CLI11_PARSE(app, argc, argv);
+  // A usage error, the same on every rank, is printed once, with the usage status 2.
+  absl::StatusOr<lockstep::ParseOutcome> parsed = lockstep::ParseCommandLine(app, argc, argv);
+  const absl::Status agreed =
+      lockstep::parallel::AgreeAcrossRanks(parsed.status(), *ctx->HostWorld());
+  if (!agreed.ok()) {
+    lockstep::parallel::ReportFatal(agreed);
+    return 2;
+  }
+  if (*parsed == lockstep::ParseOutcome::kHelp) {
+    if (ctx->rank() == 0) std::cout << app.help();
+    return 0;
+  }
   absl::Status status = lockstep::parallel::Run(options, *ctx);
   if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;

@@ -274,22 +274,23 @@ int main(int argc, char** argv) {
 
   CLI::App* list = app.add_subcommand(
       "list", "every tensor's name, dtype, shape, bytes, min/max/mean/std, and the CRC status");
-  list->add_option("file", file, ".ckpt file")->required();
+  list->add_option("file", file, ".ckpt file")->required()->check(lockstep::NonEmptyPath());
   list->add_flag("--json", json, "print JSON");
   CLI::App* meta = app.add_subcommand(
       "meta", "graph summary: nodes by op type, AllReduce fusion groups, parameters, fingerprint");
-  meta->add_option("file", file, ".meta file")->required();
+  meta->add_option("file", file, ".meta file")->required()->check(lockstep::NonEmptyPath());
   CLI::App* diff = app.add_subcommand(
       "diff", "per-tensor max absolute and relative difference; exit 1 beyond --atol");
-  diff->add_option("a", a, "first .ckpt")->required();
-  diff->add_option("b", b, "second .ckpt")->required();
+  diff->add_option("a", a, "first .ckpt")->required()->check(lockstep::NonEmptyPath());
+  diff->add_option("b", b, "second .ckpt")->required()->check(lockstep::NonEmptyPath());
   diff->add_option("--atol", atol, "tolerated max absolute difference")
       ->check(lockstep::NumberIn(0.0, lockstep::kNoLimit))
       ->capture_default_str();
   CLI::App* verify = app.add_subcommand(
       "verify", "a saved step: every rank's file, CRCs, manifest, identical replicas");
   verify->add_option("dirs", dirs, "checkpoint directory, or one per host without a shared disk")
-      ->required();
+      ->required()
+      ->check(lockstep::NonEmptyPath());
   verify->add_option("--step", step, "global step (step_num) to check; default the newest")
       ->check(lockstep::IntegerIn(0));
   verify->add_option("--prefix", prefix, "checkpoint prefix, when the directory holds several");
@@ -297,24 +298,34 @@ int main(int argc, char** argv) {
   std::string out;
   std::vector<std::string> images;
   auto add_inference_flags = [&](CLI::App* command) {
-    command->add_option("--meta", inference.meta,
-                        "graph .meta (default: the rank's -graph.meta beside the checkpoint)");
-    command->add_option("--data", inference.data,
-                        "ImageFolder root the model was trained on, for the class names");
+    command
+        ->add_option("--meta", inference.meta,
+                     "graph .meta (default: the rank's -graph.meta beside the checkpoint)")
+        ->check(lockstep::NonEmptyPath());
+    command
+        ->add_option("--data", inference.data,
+                     "ImageFolder root the model was trained on, for the class names")
+        ->check(lockstep::NonEmptyPath());
     command->add_flag("--fold-bn,!--no-fold-bn", inference.fold_bn,
                       "fold batch norm into the convolution before it (default on)");
   };
   CLI::App* export_onnx = app.add_subcommand(
       "export", "the checkpoint's inference graph as ONNX (opset 13, dynamic batch)");
-  export_onnx->add_option("ckpt", file, ".ckpt file")->required();
-  export_onnx->add_option("--out", out, ".onnx file to write")->required();
+  export_onnx->add_option("ckpt", file, ".ckpt file")->required()->check(lockstep::NonEmptyPath());
+  export_onnx->add_option("--out", out, ".onnx file to write")
+      ->required()
+      ->check(lockstep::NonEmptyPath());
   add_inference_flags(export_onnx);
   CLI::App* predict = app.add_subcommand(
       "predict", "the top-5 classes of each image, with lockstep-train's validation transforms");
-  predict->add_option("ckpt", file, ".ckpt file")->required();
-  predict->add_option("images", images, "image files (JPEG, PNG)")->required();
+  predict->add_option("ckpt", file, ".ckpt file")->required()->check(lockstep::NonEmptyPath());
+  predict->add_option("images", images, "image files (JPEG, PNG)")
+      ->required()
+      ->check(lockstep::NonEmptyPath());
   add_inference_flags(predict);
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> exit = lockstep::ParseOrExitCode(app, argc, argv, /*error_status=*/2)) {
+    return *exit;
+  }
 
   if (list->parsed()) return lockstep::ckpt::List(file, json);
   if (meta->parsed()) return lockstep::ckpt::Meta(file);

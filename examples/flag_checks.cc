@@ -1,11 +1,13 @@
 #include "examples/flag_checks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/host_memory.h"
 #include "core/logging.h"
 
@@ -58,6 +60,10 @@ CLI::Validator UnsignedInteger() {
   });
 }
 
+CLI::Validator NonEmptyPath() {
+  return Expecting("a path: it is empty", [](const std::string& text) { return !text.empty(); });
+}
+
 CLI::Validator NumberIn(double min, double max, Bound lower, Bound upper) {
   return Expecting(DescribeNumberRange(min, max, lower, upper), [=](const std::string& text) {
     double value = 0.0;
@@ -69,6 +75,15 @@ CLI::Validator NumberIn(double min, double max, Bound lower, Bound upper) {
 }
 
 absl::StatusOr<ParseOutcome> ParseCommandLine(CLI::App& app, int argc, const char* const* argv) {
+  // CLI11 calls an unknown subcommand a missing one ("A subcommand is required").
+  const std::vector<CLI::App*> subcommands = app.get_subcommands([](CLI::App*) { return true; });
+  std::vector<std::string> names;
+  for (const CLI::App* subcommand : subcommands) names.push_back(subcommand->get_name());
+  if (!subcommands.empty() && argc > 1 && argv[1][0] != '-' &&
+      std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", argv[1], "': one of ",
+                                                   absl::StrJoin(names, ", "), " (see --help)"));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success&) {  // --help
@@ -79,18 +94,28 @@ absl::StatusOr<ParseOutcome> ParseCommandLine(CLI::App& app, int argc, const cha
   return ParseOutcome::kRun;
 }
 
-absl::Status CheckFitsInMemory(double bytes, absl::string_view what) {
+absl::Status CheckFitsInMemory(double bytes_per_rank, int ranks_on_host, absl::string_view what) {
+  const double bytes = bytes_per_rank * ranks_on_host;
   const double available = static_cast<double>(HostMemoryAvailable());
-  if (bytes <= available) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      what, " needs ", Bytes(bytes), ", but the host has ", Bytes(available), " available"));
+  if (bytes > available) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " needs ", Bytes(bytes), ", but the host has ", Bytes(available), " available"));
+  }
+  const double headroom = static_cast<double>(ProcessMemoryHeadroom());
+  if (bytes_per_rank > headroom) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, " needs ", Bytes(bytes_per_rank), " a rank, but this process may map ",
+                     Bytes(headroom), " more under its limits (ulimit -v, ulimit -d)"));
+  }
+  return absl::OkStatus();
 }
 
-std::optional<int> ParseOrExitCode(CLI::App& app, int argc, const char* const* argv) {
+std::optional<int> ParseOrExitCode(CLI::App& app, int argc, const char* const* argv,
+                                   int error_status) {
   absl::StatusOr<ParseOutcome> parsed = ParseCommandLine(app, argc, argv);
   if (!parsed.ok()) {
     std::cerr << LogPrefix() << "error: " << parsed.status().message() << std::endl;
-    return 1;
+    return error_status;
   }
   if (*parsed == ParseOutcome::kHelp) {
     std::cout << app.help();

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   lockstep::dataset::SampleDatasetOptions options;
   std::string out;
   CLI::App app{"Writes the built-in sample data set: OUT/train and OUT/val, ten classes of JPEGs."};
-  app.add_option("out", out, "output directory")->required();
+  app.add_option("out", out, "output directory")->required()->check(lockstep::NonEmptyPath());
   app.add_option("--seed", options.seed, "seed of every image")
       ->check(lockstep::UnsignedInteger())
       ->capture_default_str();

@@ -19,7 +19,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -42,6 +41,7 @@
 #include "examples/flag_checks.h"
 #include "examples/precision_flags.h"
 #include "examples/termination.h"
+#include "examples/train_flags.h"
 #include "graph/passes/passes.h"
 #include "parallel/agree.h"
 #include "parallel/context.h"
@@ -55,185 +55,6 @@
 
 namespace lockstep::train {
 namespace {
-
-struct Flags {
-  std::string data;
-  std::string model = "resnet8";
-  int64_t epochs = 6;
-  int64_t batch_size = 32;  // global: over all ranks
-  double lr = 0.1;
-  double momentum = 0.9;
-  double weight_decay = 1e-4;
-  std::string lr_schedule = "cosine";
-  double warmup_epochs = 1.0;
-  int64_t lr_step_epochs = 0;  // step schedule: 0 decays at 1/3 and 2/3 of the run
-  int64_t image_size = 0;      // 0: the size the model was made for
-  double val_fraction = 0.0;
-  int workers = 0;  // 0: as many as --threads
-  int threads = 0;  // 0: host cores / local ranks, at most the cores bound to
-  uint64_t seed = 0;
-  std::string ckpt_dir;
-  int64_t save_steps = 0;
-  int64_t save_epochs = 1;
-  int keep_max = 5;
-  std::string resume;
-  std::string on_save_error = "stop";
-  std::string loss_scale = "1";  // a number, or "dynamic"
-  DynamicLossScale dynamic_scale;
-  int64_t log_every = 20;
-  std::string progress = "auto";
-  bool sync_bn = false;
-  int64_t grad_accum = 1;
-  double fusion_mb = 25.0;
-  std::string device = "auto";
-  std::string cuda_graph = "on";
-  std::string summary_dir;
-  PrecisionFlags precision;
-};
-
-constexpr int64_t kMaxEpochs = 1'000'000;
-constexpr int64_t kMaxImageSize = 65536;
-constexpr int64_t kMaxThreads = 1024;
-constexpr double kMaxFloat = std::numeric_limits<float>::max();
-// Loss scales are float32 in the graph: a larger one is infinite and every update is skipped.
-constexpr char kFloatScale[] = "a finite float32: at most 3.40282e+38";
-
-// The shortest text that reads back as `value`.
-std::string Shortest(double value) {
-  char buffer[32];
-  const auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return std::string(buffer, end);
-}
-
-void AddScheduleFlags(CLI::App& app, Flags& f) {
-  app.add_option("--epochs", f.epochs, "epochs in all (a resumed run trains the rest)")
-      ->check(IntegerIn(1, kMaxEpochs))
-      ->capture_default_str();
-  app.add_option("--batch-size", f.batch_size, "global batch; each rank gets batch / ranks")
-      ->check(IntegerIn(1))
-      ->capture_default_str();
-  app.add_option("--lr", f.lr, "peak learning rate")
-      ->check(NumberIn(0.0, kNoLimit, Bound::kOpen))
-      ->capture_default_str();
-  app.add_option("--momentum", f.momentum)
-      ->check(NumberIn(0.0, 1.0, Bound::kClosed, Bound::kOpen))
-      ->capture_default_str();
-  app.add_option("--weight-decay", f.weight_decay)
-      ->check(NumberIn(0.0, kNoLimit))
-      ->capture_default_str();
-  app.add_option("--lr-schedule", f.lr_schedule, "cosine, step or constant")
-      ->check(CLI::IsMember({"cosine", "step", "constant"}))
-      ->capture_default_str();
-  app.add_option("--warmup-epochs", f.warmup_epochs, "linear warm-up before the schedule")
-      ->check(NumberIn(0.0, kNoLimit))
-      ->capture_default_str();
-  app.add_option("--lr-step-epochs", f.lr_step_epochs, "step schedule: epochs per 10x decay")
-      ->check(IntegerIn(0, kMaxEpochs));
-  app.add_option("--grad-accum", f.grad_accum, "micro-batches per update")
-      ->check(IntegerIn(1))
-      ->capture_default_str();
-  app.add_option("--seed", f.seed, "weights, data order and augmentation")
-      ->check(UnsignedInteger())
-      ->capture_default_str();
-}
-
-void AddLossScaleFlags(CLI::App& app, Flags& f) {
-  app.add_option("--loss-scale", f.loss_scale,
-                 "a fixed loss scale, or dynamic: skip the update and divide the scale when the "
-                 "gradients overflow, grow it after a window of finite steps")
-      ->capture_default_str();
-  app.add_option("--loss-scale-init", f.dynamic_scale.initial, "dynamic: initial scale")
-      ->check(NumberIn(0.0, kMaxFloat, Bound::kOpen))
-      ->capture_default_str();
-  app.add_option("--loss-scale-factor", f.dynamic_scale.factor,
-                 "dynamic: divisor on overflow and multiplier after a window")
-      ->check(NumberIn(1.0, kMaxFloat, Bound::kOpen))
-      ->capture_default_str();
-  app.add_option("--loss-scale-window", f.dynamic_scale.window,
-                 "dynamic: finite steps in a row before the scale grows")
-      ->check(IntegerIn(1))
-      ->capture_default_str();
-}
-
-void AddDataFlags(CLI::App& app, Flags& f) {
-  app.add_option("--data", f.data, "ImageFolder root with train/ and val/")->required();
-  app.add_option("--model", f.model, "lenet, resnet8, resnet20, resnet18 or resnet50")
-      ->capture_default_str();
-  app.add_option(
-         "--image-size", f.image_size,
-         "side of the square network input (default: 224 for resnet18/50, 32 for the others)")
-      ->check(IntegerIn(0, kMaxImageSize));
-  app.add_option("--val-fraction", f.val_fraction,
-                 "without DIR/val: share of each class of DIR/train held out for validation")
-      ->check(NumberIn(0.0, 0.99));
-  app.add_option("--workers", f.workers, "decoding threads per rank (default: --threads)")
-      ->check(IntegerIn(0, kMaxThreads));
-  app.add_option("--threads", f.threads,
-                 "compute threads per rank (default: host cores / local ranks, at most the cores "
-                 "it is bound to)")
-      ->check(IntegerIn(0, kMaxThreads));
-  app.add_option("--device", f.device,
-                 "auto (CUDA when every rank has a GPU of its own), cpu or cuda")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-      ->capture_default_str();
-  app.add_option("--cuda-graph", f.cuda_graph,
-                 "on: a GPU launches each training step as one CUDA graph after two warm-up "
-                 "steps (kernel by kernel where it cannot, with one line); off: kernel by kernel")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
-  app.add_flag("--sync-bn", f.sync_bn, "batch statistics over all ranks");
-  app.add_option("--fusion-mb", f.fusion_mb,
-                 "gradient AllReduce bucket size (MB; 0: one AllReduce per gradient)")
-      ->check(NumberIn(0.0, kNoLimit))
-      ->capture_default_str();
-}
-
-void AddOutputFlags(CLI::App& app, Flags& f) {
-  app.add_option("--ckpt-dir", f.ckpt_dir, "write checkpoints here");
-  app.add_option("--save-steps", f.save_steps, "checkpoint every N steps (0: off)")
-      ->check(IntegerIn(0))
-      ->capture_default_str();
-  app.add_option("--save-epochs", f.save_epochs, "checkpoint every N epochs (0: off)")
-      ->check(IntegerIn(0))
-      ->capture_default_str();
-  app.add_option("--keep-max", f.keep_max, "checkpoints kept per rank (0: all)")
-      ->check(IntegerIn(0, std::numeric_limits<int>::max()))
-      ->capture_default_str();
-  app.add_option("--resume", f.resume, "continue from the newest complete step in this directory");
-  app.add_option("--on-save-error", f.on_save_error,
-                 "a checkpoint that cannot be written (no space, permission): stop, or warn and "
-                 "continue")
-      ->check(CLI::IsMember({"stop", "continue"}))
-      ->capture_default_str();
-  app.add_option("--log-every", f.log_every, "loss line every N steps (0: off)")
-      ->check(IntegerIn(0))
-      ->capture_default_str();
-  app.add_option("--progress", f.progress,
-                 "auto (a bar on a terminal, loss lines otherwise), bar or lines")
-      ->check(CLI::IsMember({"auto", "bar", "lines"}))
-      ->capture_default_str();
-  app.add_option("--summary-dir", f.summary_dir,
-                 "rank 0 writes metrics.jsonl, TensorBoard events and curves.png here");
-}
-
-absl::Status CheckLossScale(const CLI::App& app, const Flags& f) {
-  if (f.loss_scale != "dynamic") {
-    double scale = 0.0;
-    const bool number = absl::SimpleAtod(f.loss_scale, &scale);
-    if (!number || !(scale > 0.0) || !(scale <= kMaxFloat)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--loss-scale must be a positive number or 'dynamic', got '", f.loss_scale,
-                       "'", number ? absl::StrCat(", which is not ", kFloatScale) : ""));
-    }
-  }
-  for (const char* flag : {"--loss-scale-init", "--loss-scale-factor", "--loss-scale-window"}) {
-    if (app.count(flag) > 0 && f.loss_scale != "dynamic") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          flag, " applies to --loss-scale dynamic, not to --loss-scale ", f.loss_scale));
-    }
-  }
-  return absl::OkStatus();
-}
 
 // The memory plan of the training graph (forward and backward, without the optimizer and the
 // gradient AllReduce, which add little), made as Compile makes it but not allocated.
@@ -256,40 +77,6 @@ absl::StatusOr<double> PlannedBytes(const Flags& f, const Layer& net, int64_t pe
   const MemoryPlanSizes& plan = graph.plan();
   return static_cast<double>(plan.arena + plan.inputs + plan.parameters + plan.gradients +
                              plan.state);
-}
-
-void AddFlags(CLI::App& app, Flags& f) {
-  AddDataFlags(app, f);
-  AddScheduleFlags(app, f);
-  AddLossScaleFlags(app, f);
-  AddPrecisionFlags(app, f.precision);
-  AddOutputFlags(app, f);
-}
-
-// The combinations of flags, checked after the parse: the batch among `ranks`, the loss scale,
-// the warm-up within the run, the flags of one schedule or one loss scaling given without it.
-absl::Status CheckFlags(const CLI::App& app, const Flags& f, int ranks) {
-  if (f.batch_size < ranks || f.batch_size % ranks != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--batch-size ", f.batch_size, " does not divide among ", ranks, " ranks"));
-  }
-  LS_RETURN_IF_ERROR(CheckLossScale(app, f));
-  if (f.warmup_epochs > static_cast<double>(f.epochs)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--warmup-epochs ", Shortest(f.warmup_epochs), " is longer than the run (",
-                     "--epochs ", f.epochs, "): the learning rate would never reach --lr"));
-  }
-  if (f.lr_step_epochs > 0 && f.lr_schedule != "step") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--lr-step-epochs applies to --lr-schedule step, not to --lr-schedule ", f.lr_schedule));
-  }
-  return absl::OkStatus();
-}
-
-// The fixed loss scale of --loss-scale (after CheckFlags); 0 under --loss-scale dynamic.
-double FixedLossScale(const Flags& f) {
-  double scale = 0.0;
-  return f.loss_scale != "dynamic" && absl::SimpleAtod(f.loss_scale, &scale) ? scale : 0.0;
 }
 
 // At least one optimizer step per epoch: `batches` of `per_rank` images a rank per epoch (its
@@ -324,68 +111,12 @@ absl::Status CheckMemory(const Flags& f, const Layer& net, int64_t per_rank, int
       f.image_size, f.batch_size, per_rank, local_ranks);
   // The input batch alone first, in floating point: its element count may not fit an int64.
   const double side = static_cast<double>(f.image_size);
-  LS_RETURN_IF_ERROR(CheckFitsInMemory(
-      static_cast<double>(per_rank) * 3.0 * side * side * sizeof(float) * local_ranks,
-      absl::StrCat("the input batch of ", sized_by)));
+  LS_RETURN_IF_ERROR(
+      CheckFitsInMemory(static_cast<double>(per_rank) * 3.0 * side * side * sizeof(float),
+                        local_ranks, absl::StrCat("the input batch of ", sized_by)));
   LS_ASSIGN_OR_RETURN(const double bytes, PlannedBytes(f, net, per_rank));
-  return CheckFitsInMemory(bytes * local_ranks,
+  return CheckFitsInMemory(bytes, local_ranks,
                            absl::StrCat(f.model, "'s training graph at ", sized_by));
-}
-
-// One line when --threads or --workers ask for more threads than this rank's share of the
-// host's cores (they would oversubscribe them); empty otherwise.
-std::string OversubscriptionWarning(const Flags& f, int local_ranks) {
-  const int share = DefaultThreads(local_ranks);
-  std::vector<std::string> lines;
-  for (const auto& [flag, threads] :
-       {std::pair{"--threads", f.threads}, {"--workers", f.workers}}) {
-    if (threads <= share) continue;
-    lines.push_back(absl::StrFormat(
-        "%s %d is more than the %d core(s) each of the %d rank(s) on this host may use: the "
-        "threads will take turns on the cores and run slower",
-        flag, threads, share, local_ranks));
-  }
-  return absl::StrJoin(lines, "; ");
-}
-
-// What every rank must have alike, as "--flag" and canonical value: the schedule, seed, batch,
-// loss scale, checkpointing and whether --help was asked for; per-rank flags (paths, threads,
-// logging) are not among them.
-std::vector<parallel::Setting> SettingsThatMustMatch(const Flags& f, const EnvOptions& env,
-                                                     bool help) {
-  const auto given = [](const std::string& path) { return path.empty() ? "no" : "yes"; };
-  return {{"--help", help ? "yes" : "no"},
-          {"--model", f.model},
-          {"--epochs", absl::StrCat(f.epochs)},
-          {"--batch-size", absl::StrCat(f.batch_size)},
-          {"--grad-accum", absl::StrCat(f.grad_accum)},
-          {"--image-size", absl::StrCat(f.image_size)},
-          {"--val-fraction", Shortest(f.val_fraction)},
-          {"--seed", absl::StrCat(f.seed)},
-          {"--lr", Shortest(f.lr)},
-          {"--momentum", Shortest(f.momentum)},
-          {"--weight-decay", Shortest(f.weight_decay)},
-          {"--lr-schedule", f.lr_schedule},
-          {"--warmup-epochs", Shortest(f.warmup_epochs)},
-          {"--lr-step-epochs", absl::StrCat(f.lr_step_epochs)},
-          {"--loss-scale", f.loss_scale},
-          {"--loss-scale-init", Shortest(f.dynamic_scale.initial)},
-          {"--loss-scale-factor", Shortest(f.dynamic_scale.factor)},
-          {"--loss-scale-window", absl::StrCat(f.dynamic_scale.window)},
-          {"--sync-bn", f.sync_bn ? "yes" : "no"},
-          {"--fusion-mb", Shortest(f.fusion_mb)},
-          {"--amp-level", f.precision.amp_level},
-          {"--amp-dtype", f.precision.amp_dtype},
-          {"--allreduce-dtype", f.precision.allreduce_dtype},
-          {"--device", f.device},
-          {"--ckpt-dir given", given(f.ckpt_dir)},
-          {"--save-steps", absl::StrCat(f.save_steps)},
-          {"--save-epochs", absl::StrCat(f.save_epochs)},
-          {"--keep-max", absl::StrCat(f.keep_max)},
-          {"--on-save-error", f.on_save_error},
-          {"--resume given", given(f.resume)},
-          {"LOCKSTEP_CUDA_TF32", env.math.allow_tf32 ? "1" : "0"},
-          {"LOCKSTEP_DETERMINISTIC", env.math.deterministic ? "1" : "0"}};
 }
 
 struct Data {
@@ -714,7 +445,13 @@ absl::Status Run(Flags f, const parallel::Context& ctx, const EnvOptions& env) {
         lock, LockCheckpointDirectory(f.ckpt_dir, /*writes_here=*/true, *ctx.HostWorld()));
   }
   if (!f.resume.empty()) LS_RETURN_IF_ERROR(Resume(f, ctx, model));
-  if (ctx.rank() == 0) PrintStartLine(f, ctx, *job, model, steps_per_epoch);
+  if (ctx.rank() == 0) {
+    PrintStartLine(f, ctx, *job, model, steps_per_epoch);
+    for (const std::string& line : IneffectiveFlags(f, ctx, model)) {
+      std::cout << LogPrefix() << "note: " << line << "\n";
+    }
+    std::cout << std::flush;
+  }
   const int64_t epochs = f.epochs - model.epochs_done();
   if (epochs <= 0) {
     // A relaunch of a finished run: not an error, so that relaunch loops end.

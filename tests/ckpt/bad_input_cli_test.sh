@@ -10,6 +10,7 @@
 # - Writers replace only regular files of their own kind: export --out onto /dev/null, a
 #   directory, a FIFO, a checkpoint, a manifest, a meta or an image; a FIFO where the graph meta
 #   goes; a directory where the metrics go.
+# - Under ulimit -v, lockstep-train's start-up memory check names the process's limit.
 # - `lockstep-make-sample` with 60000x60000 images (86 GB to draw one) is refused naming the flags
 #   and the bytes, leaving no folder.
 # lockstep-ckpt's errors exit 2 (its usage: 1 is for files that differ or fail verification).
@@ -111,6 +112,16 @@ run 1 "$train" --data data --model lenet --epochs 1 --batch-size 4 --threads 1 \
   --ckpt-dir data/train/ckpt
 expect "--ckpt-dir data/train/ckpt lies inside --data's train/ data/train"
 [[ ! -e data/train/ckpt ]] || fail "--ckpt-dir was created inside data/train"
+
+# The start-up memory check knows the process's own limits (issue 37, class 4): under
+# ulimit -v 1.5 GB, ResNet-50 at 448 with batch 4 (1.5 GB of plan) is refused naming the
+# limit, not aborted.
+if [[ $limit != unlimited ]]; then
+  run 1 bash -c 'ulimit -v 1500000 && exec "$@"' bash "$train" --data data --model resnet50 \
+    --image-size 448 --batch-size 4 --epochs 1 --threads 1
+  expect "a rank, but this process may map"
+  expect "more under its limits (ulimit -v, ulimit -d)"
+fi
 
 run 1 "$make_sample" huge --height 60000 --width 60000
 expect "--height 60000 --width 60000"

@@ -93,7 +93,25 @@ if (($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) < 60 * 1024 * 1024)); th
 fi
 refused "^lockstep: error: --quality: '0' is not an integer in \[1, 100\]" "$make_sample" "$dir/big" --quality 0
 [[ ! -e "$dir/big" ]] || { out=""; fail "a refused lockstep-make-sample made $dir/big"; }
-# lockstep-ckpt: CLI11's exit status for a refused value.
-refused_by 105 "^--atol: 'nan' is not a non-negative finite number" "$ckpt" diff a b --atol nan
-refused_by 105 "^--step: '-2' is not a non-negative integer" "$ckpt" verify "$dir" --step -2
+# lockstep-ckpt: its error status 2 for a refused value, an unknown subcommand, a missing one,
+# and an empty path (issue 37, classes 4 and 6); lockstep-make-sample and lockstep-train: 1.
+refused_by 2 "^lockstep: error: --atol: 'nan' is not a non-negative finite number" "$ckpt" diff a b --atol nan
+refused_by 2 "^lockstep: error: --step: '-2' is not a non-negative integer" "$ckpt" verify "$dir" --step -2
+refused_by 2 "^lockstep: error: unknown subcommand 'frob': one of list, meta, diff, verify, export, predict" "$ckpt" frob
+refused_by 2 "^lockstep: error: A subcommand is required" "$ckpt"
+refused_by 2 "^lockstep: error: --out: '' is not a path: it is empty" "$ckpt" export x --out ""
+refused "^lockstep: error: out: '' is not a path: it is empty" "$make_sample" ""
+for flag in --data --resume --ckpt-dir --summary-dir; do
+  refused "^lockstep: error: $flag: '' is not a path: it is empty" "${t[@]}" "$flag" ""
+done
+refused "^lockstep: error: --loss-scale must be a positive number or 'dynamic', got '0'\$" "${t[@]}" --loss-scale 0
+# Flags that change nothing here say so, one note each (issue 37, class 6).
+out=$("${t[@]}" --sync-bn --allreduce-dtype bf16 --ckpt-dir "$dir/nockpt" --save-epochs 0 \
+  --amp-dtype fp16 2>&1) || fail "exit status $?"
+for note in "--ckpt-dir $dir/nockpt with --save-steps 0 and --save-epochs 0: no checkpoint is written" \
+  "--amp-dtype fp16 with --amp-level O0: float32 throughout, the dtype is unused" \
+  "--allreduce-dtype bf16 with one rank: no gradient AllReduce runs" \
+  "--sync-bn with lenet, which has no batch norm"; do
+  grep -qxF -- "lockstep: note: $note" <<<"$out" || fail "no note '$note'"
+done
 echo "ok"
