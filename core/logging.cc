@@ -5,12 +5,14 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <utility>
 
 namespace lockstep {
 namespace {
 
 std::atomic<int> g_rank{-1};
 std::mutex g_log_mutex;
+std::ostream* g_open_line = nullptr;  // guarded by g_log_mutex
 
 const char* LevelName(LogLevel level) {
   switch (level) {
@@ -44,9 +46,20 @@ LogMessage::LogMessage(LogLevel level, const char* file, int line) : level_(leve
   }
 }
 
+void SetOpenLine(std::ostream* stream) {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  g_open_line = stream;
+}
+
+void ForgetOpenLine(const std::ostream* stream) {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  if (g_open_line == stream) g_open_line = nullptr;
+}
+
 LogMessage::~LogMessage() {
   {
     std::lock_guard<std::mutex> lock(g_log_mutex);
+    if (g_open_line != nullptr) *std::exchange(g_open_line, nullptr) << '\n' << std::flush;
     std::ostream& out = level_ == LogLevel::kInfo ? std::cout : std::cerr;
     // One write: under mpirun, the ranks' lines would interleave between text and newline.
     out << stream_.str() + '\n' << std::flush;

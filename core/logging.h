@@ -17,6 +17,12 @@ int LogRank();
 // "lockstep: [rank 3] " or "lockstep: ".
 std::string LogPrefix();
 
+// A line left open on `stream` (a progress bar redrawn in place with '\r'): a log line first
+// ends it, so that the message is not glued to the bar. SetOpenLine(nullptr) when the line is
+// closed; ForgetOpenLine(stream) when the stream goes (only clears it if it is that stream).
+void SetOpenLine(std::ostream* stream);
+void ForgetOpenLine(const std::ostream* stream);
+
 class LogMessage {
  public:
   LogMessage(LogLevel level, const char* file, int line);

@@ -111,8 +111,12 @@ absl::StatusOr<std::shared_ptr<ImageFolderSource>> ImageFolderSource::Open(
 }
 
 absl::StatusOr<Sample> ImageFolderSource::Load(int64_t index) const {
-  LS_ASSIGN_OR_RETURN(Tensor bytes, ReadFileBytes(paths_[index]));
-  return Sample{std::move(bytes), labels_[index]};
+  absl::StatusOr<Tensor> bytes = ReadFileBytes(paths_[index]);
+  // A file that vanished, lost its permissions or claims more than memory since the folder was
+  // listed is a bad image file as an undecodable one is: BadFilePolicy decides (skip and count,
+  // or fail), on every rank alike.
+  if (!bytes.ok()) return absl::DataLossError(bytes.status().message());
+  return Sample{*std::move(bytes), labels_[index]};
 }
 
 absl::StatusOr<Dataset> ImageFolder(const std::string& root, const ImageFolderOptions& options) {

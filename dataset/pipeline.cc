@@ -2,6 +2,9 @@
 
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "core/logging.h"
 #include "core/threads.h"
@@ -36,6 +39,15 @@ absl::Status ValidatePlan(const PipelinePlan& plan, int64_t first_epoch) {
 
 int WorkerCount(const PipelinePlan& plan) {
   return plan.num_workers > 0 ? plan.num_workers : DefaultThreads(1);
+}
+
+// Whether this process has not warned about `file` yet: a bad file is skipped every epoch, but
+// said once a run.
+bool FirstWarningAbout(const std::string& file) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  return warned.insert(file).second;
 }
 
 }  // namespace
@@ -137,7 +149,10 @@ Iterator::Slot Iterator::Failure(const Work& work, const absl::Status& status) {
   Slot slot;
   slot.epoch = work.epoch;
   if (IsBadImage(status) && plan_.on_bad_file == BadFilePolicy::kSkip) {
-    LS_LOG(Warning) << "skipping bad image file " << where << ": " << status.message();
+    if (FirstWarningAbout(where)) {
+      LS_LOG(Warning) << "skipping bad image file " << where << ": " << status.message()
+                      << " (said once; the file is skipped every epoch)";
+    }
     skipped_.fetch_add(1);
     slot.state = Slot::State::kSkipped;
   } else {

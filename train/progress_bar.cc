@@ -51,6 +51,7 @@ absl::Status ProgressBar::OnStepEnd(Model&, const StepInfo& step) {
   if (step.update_skipped) {
     *out_ << '\r' << SkippedUpdateNotice(step) << "\x1b[K\n" << std::flush;
     drawn_ = false;
+    SetOpenLine(nullptr);
   }
   const Clock::time_point now = Clock::now();
   if (drawn_ && now - last_draw_ < kRedrawEvery && step.step < steps_per_epoch_) {
@@ -58,6 +59,7 @@ absl::Status ProgressBar::OnStepEnd(Model&, const StepInfo& step) {
   }
   // Back to the line's start and clear to its end: the new line may be shorter.
   *out_ << '\r' << Line(step) << "\x1b[K" << std::flush;
+  SetOpenLine(out_);  // a warning meanwhile starts on a line of its own
   last_draw_ = now;
   drawn_ = true;
   return absl::OkStatus();
@@ -66,6 +68,7 @@ absl::Status ProgressBar::OnStepEnd(Model&, const StepInfo& step) {
 absl::Status ProgressBar::OnEpochEnd(Model&, const EpochInfo&) {
   if (drawn_) *out_ << '\n' << std::flush;
   drawn_ = false;
+  SetOpenLine(nullptr);
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <string>
 
+#include "core/logging.h"
 #include "train/callbacks.h"
 
 namespace lockstep::train {
@@ -19,6 +20,7 @@ class ProgressBar : public Callback {
   // `ranks` scales rank 0's images/s to the job's.
   ProgressBar(int64_t epochs, int64_t steps_per_epoch, int ranks, std::ostream* out = &std::cout)
       : epochs_(epochs), steps_per_epoch_(steps_per_epoch), ranks_(ranks), out_(out) {}
+  ~ProgressBar() override { ForgetOpenLine(out_); }
   absl::Status OnEpochBegin(Model& model, int64_t epoch) override;
   absl::Status OnStepEnd(Model& model, const StepInfo& step) override;
   absl::Status OnEpochEnd(Model& model, const EpochInfo& epoch) override;

@@ -186,14 +186,30 @@ TEST(DatasetImageFolderTest, BadFilesAreFatalWithTheirPathUnderErrorPolicy) {
   EXPECT_TRUE(Mentions(status, dir.Join("class_1/corrupt.jpg"))) << status;
 }
 
-TEST(DatasetImageFolderTest, AnUnreadableFileIsAnErrorNamingIt) {
+// A file that vanishes (or cannot be read) after the folder was listed is a bad image file, as
+// an undecodable one is: skipped and counted by default, an error naming it with kError.
+TEST(DatasetImageFolderTest, AFileThatVanishedIsABadFileAsThePolicySays) {
   TempDir dir;
   MakeImageFolder(dir.path(), 2, 2);
-  absl::StatusOr<Dataset> dataset = ImageFolder(dir.path(), {.decode = true});
-  ASSERT_TRUE(dataset.ok());
+  absl::StatusOr<Dataset> skipping = ImageFolder(dir.path(), {.decode = true});
+  absl::StatusOr<Dataset> failing =
+      ImageFolder(dir.path(), {.decode = true, .on_bad_file = BadFilePolicy::kError});
+  ASSERT_TRUE(skipping.ok() && failing.ok());
   std::filesystem::remove(dir.Join("class_1/img_0.jpg"));
-  absl::Status status = ReadAll(*dataset).status();
-  EXPECT_TRUE(absl::IsNotFound(status)) << status;
+  absl::StatusOr<std::unique_ptr<Iterator>> iterator = skipping->Batch(1).MakeIterator();
+  ASSERT_TRUE(iterator.ok());
+  Minibatch batch;
+  int64_t images = 0;
+  while (true) {
+    absl::StatusOr<bool> got = (*iterator)->Next(&batch);
+    ASSERT_TRUE(got.ok()) << got.status();
+    if (!*got) break;
+    ++images;
+  }
+  EXPECT_EQ(images, 3);
+  EXPECT_EQ((*iterator)->Stats().skipped_files, 1);
+  absl::Status status = ReadAll(*failing).status();
+  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
   EXPECT_TRUE(Mentions(status, dir.Join("class_1/img_0.jpg"))) << status;
 }
 
