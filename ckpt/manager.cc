@@ -14,6 +14,23 @@
 
 namespace lockstep::ckpt {
 
+absl::Status CheckRecipe(const proto::Manifest& step,
+                         const std::map<std::string, std::string>& recipe) {
+  std::vector<std::string> changed;
+  for (const auto& [flag, value] : recipe) {
+    const auto saved = step.recipe().find(flag);
+    if (saved == step.recipe().end() || saved->second == value) continue;
+    changed.push_back(
+        absl::StrCat(flag, " ", value, " (it was trained with ", flag, " ", saved->second, ")"));
+  }
+  if (changed.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "resuming step ", step.global_step(), " with ", absl::StrJoin(changed, ", "),
+      ": the data position, the learning-rate schedule, the gradient accumulators and the loss "
+      "scale's state all count in the run's own settings; resume with its settings, or start a "
+      "new run in another directory"));
+}
+
 bool CheckpointManager::ShouldSave(int64_t global_step, int64_t epoch, bool epoch_end) const {
   const int64_t steps = config_.save_checkpoint_steps;
   const int64_t epochs = config_.save_checkpoint_epochs;
@@ -123,6 +140,7 @@ absl::StatusOr<proto::Manifest> CheckpointManager::Commit(
   manifest.set_global_step(state.global_step);
   manifest.set_graph_fingerprint(graph_fingerprint);
   manifest.set_run_id(run_id_);
+  manifest.mutable_recipe()->insert(config_.recipe.begin(), config_.recipe.end());
   for (size_t rank = 0; rank < files.size(); ++rank) {
     proto::RankFile* file = manifest.add_files();
     file->set_rank(static_cast<int>(rank));

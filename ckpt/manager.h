@@ -28,7 +28,15 @@ struct CheckpointConfig {
   bool all_ranks = true;               // false: rank 0 alone saves (data-parallel replicas)
   std::string directory = ".";
   WriteOptions write;
+  // The settings a resume must keep, by flag name, written into every manifest (CheckRecipe).
+  std::map<std::string, std::string> recipe;
 };
+
+// Refuses to resume `step` with settings other than those it was trained with (its manifest's
+// recipe; steps saved before recipes were written pass): one error naming each setting, the
+// value asked for and the step's, and why it cannot change mid-run.
+absl::Status CheckRecipe(const proto::Manifest& step,
+                         const std::map<std::string, std::string>& recipe);
 
 // A checkpoint directory holds one training run of a prefix: the steps a run started fresh
 // saved, and those of every job that resumed it (manifest run_id). A run writing there refuses a

@@ -284,4 +284,11 @@ std::vector<std::string> IneffectiveFlags(const Flags& f, const parallel::Contex
   return lines;
 }
 
+std::map<std::string, std::string> ResumeRecipe(const Flags& f) {
+  return {{"--batch-size", absl::StrCat(f.batch_size)},
+          {"--grad-accum", absl::StrCat(f.grad_accum)},
+          {"--seed", absl::StrCat(f.seed)},
+          {"--loss-scale", f.loss_scale == "dynamic" ? "dynamic" : "fixed"}};
+}
+
 }  // namespace lockstep::train

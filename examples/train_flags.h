@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,12 @@ std::string OversubscriptionWarning(const Flags& f, int local_ranks);
 // --help was asked for; per-rank flags (paths, threads, logging) are not among them.
 std::vector<parallel::Setting> SettingsThatMustMatch(const Flags& f, const EnvOptions& env,
                                                      bool help);
+
+// The settings a resume must keep (ckpt::CheckRecipe): --batch-size and --grad-accum (the data
+// position and the schedule count their steps), --seed (the data order the position indexes)
+// and whether --loss-scale is dynamic (its state is in the checkpoint). Other flags may change
+// between a run's jobs (README's table).
+std::map<std::string, std::string> ResumeRecipe(const Flags& f);
 
 // One line for each flag that changes nothing in the configuration given (or risks what the
 // user would not want), so that no setting is silently without effect.

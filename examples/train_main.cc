@@ -301,7 +301,8 @@ Callbacks MakeCallbacks(const Flags& f, const Data& data, const parallel::Contex
         ckpt::CheckpointConfig{.save_checkpoint_steps = f.save_steps,
                                .save_checkpoint_epochs = f.save_epochs,
                                .keep_checkpoint_max = f.keep_max,
-                               .directory = f.ckpt_dir},
+                               .directory = f.ckpt_dir,
+                               .recipe = ResumeRecipe(f)},
         f.model, world,
         f.on_save_error == "stop" ? SaveErrorPolicy::kStop : SaveErrorPolicy::kContinue));
   }
@@ -408,7 +409,8 @@ void PrintStartLine(const Flags& f, const parallel::Context& ctx, const Job& job
 // --resume: the newest complete step of f.resume, or a fresh start when it holds none.
 absl::Status Resume(const Flags& f, const parallel::Context& ctx, Model& model) {
   const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
-  absl::StatusOr<bool> resumed = ResumeFromCheckpoint(model, f.resume, f.model, world);
+  absl::StatusOr<bool> resumed =
+      ResumeFromCheckpoint(model, f.resume, f.model, world, ResumeRecipe(f));
   // Another model's checkpoints, or another image size's, every rank finds alike.
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(resumed.status(), *world));
   if (ctx.rank() == 0) {

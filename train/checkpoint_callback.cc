@@ -343,7 +343,8 @@ absl::StatusOr<std::shared_ptr<ckpt::DirectoryLock>> LockCheckpointDirectory(
 
 absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& directory,
                                           const std::string& prefix,
-                                          std::shared_ptr<parallel::Communicator> world) {
+                                          std::shared_ptr<parallel::Communicator> world,
+                                          const std::map<std::string, std::string>& recipe) {
   if (world == nullptr) world = model.HostWorld();
   LS_RETURN_IF_ERROR(model.Compile());
   LS_ASSIGN_OR_RETURN(ckpt::RankState state, ModelState(model));
@@ -361,6 +362,7 @@ absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& direc
                       NewestCommonStep(steps, *world, directory));
   if (step == nullptr) return false;
   LS_RETURN_IF_ERROR(ReportRejected(steps, *step, *world, directory));
+  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(ckpt::CheckRecipe(*step, recipe), *world));
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(manager.Resume(*step, &state), *world));
   for (const ckpt::NamedTensor& tensor : state.tensors) {
     LS_RETURN_IF_ERROR(model.SetVariable(tensor.name, tensor.tensor));

@@ -13,6 +13,7 @@
 // uninterrupted one does.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,8 +103,11 @@ absl::StatusOr<std::shared_ptr<ckpt::DirectoryLock>> LockCheckpointDirectory(
 // steps rejected when it resumes an older one. A step whose ranks saved different running
 // statistics (written before the ranks agreed them) resumes with their mean, as rank 0 says in
 // one line. `world` as for ModelCheckpoint.
+// `recipe`: the settings the resumed step must have been trained with (ckpt::CheckRecipe), else
+// an agreed error naming them.
 absl::StatusOr<bool> ResumeFromCheckpoint(Model& model, const std::string& directory,
                                           const std::string& prefix,
-                                          std::shared_ptr<parallel::Communicator> world = nullptr);
+                                          std::shared_ptr<parallel::Communicator> world = nullptr,
+                                          const std::map<std::string, std::string>& recipe = {});
 
 }  // namespace lockstep::train

@@ -11,6 +11,8 @@
   two_jobs  a second job writing the directory of a running one exits 1 naming the first's host
             and pid; the first finishes normally and its newest step verifies
   killed    a relaunch after a SIGKILL of the lock's holder resumes: the lock died with it
+  recipe    resuming with another --batch-size, --grad-accum or loss-scale mode exits 1 naming
+            the flag, the value and the step's; another --lr resumes
   stopped   one rank stopped (SIGSTOP) while the others agree before training: every rank ends
             after LOCKSTEP_COLLECTIVE_TIMEOUT_S with the report naming it; no hang
   one_run   a fresh run into a directory with another run's complete steps exits 1 naming them,
@@ -324,9 +326,30 @@ def case_stopped(runner, work):
            f"the report does not name the stopped rank {last}", out)
 
 
+def case_recipe(runner, work):
+    ckpt = os.path.join(work, "ckpt")
+    runner.checkpoints(ckpt)  # --batch-size 8, --grad-accum 1, a fixed loss scale
+    for flag, value, then in (("--batch-size", "16", "8"), ("--grad-accum", "2", "1"),
+                              ("--loss-scale", "dynamic", "fixed")):
+        command = runner.command("--resume", ckpt)
+        if flag in command:
+            command[command.index(flag) + 1] = value
+        else:
+            command += [flag, value]
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=TIMEOUT_S)
+        expect(done.returncode == 1, f"resuming with {flag} {value} exited {done.returncode}",
+               done.stdout)
+        expect(f"error: resuming step 5 with {flag} {value} (it was trained with {flag} {then}): "
+               "the data position" in done.stdout,
+               f"the error does not name {flag}, its value and the step's", done.stdout)
+    rc, out = runner.run("--resume", ckpt, "--lr", "0.05")  # a setting that may change
+    expect(rc == 0 and RESUMED.search(out), f"resuming with another --lr exited {rc}", out)
+
+
 CASES = {"missing": case_missing, "damaged": case_damaged, "tampered": case_tampered,
          "two_jobs": case_two_jobs, "killed": case_killed, "one_run": case_one_run,
-         "stopped": case_stopped}
+         "stopped": case_stopped, "recipe": case_recipe}
 
 
 def main():
