@@ -205,12 +205,19 @@ absl::Status CheckExportOutput(const std::string& ckpt, const std::string& out,
   return CheckOutputsAreNotInputs({{"--out", out}}, inputs);
 }
 
-// The sorted class folders of DIR/train (or DIR), as lockstep-train labelled them.
-absl::StatusOr<std::vector<std::string>> ClassNames(const std::string& data) {
+// The sorted class folders of DIR/train (or DIR), as lockstep-train labelled them: as many as the
+// model has classes (another data set's would name them wrongly), or none without --data.
+absl::StatusOr<std::vector<std::string>> ClassNames(const std::string& data, int64_t classes) {
   if (data.empty()) return std::vector<std::string>{};
   const std::string root = std::filesystem::exists(data + "/train") ? data + "/train" : data;
   LS_ASSIGN_OR_RETURN(dataset::Dataset folder, dataset::ImageFolder(root, {}));
-  return folder.class_names();
+  std::vector<std::string> names = folder.class_names();
+  if (static_cast<int64_t>(names.size()) != classes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data ", data, " has ", names.size(), " class folder(s), the model ", classes,
+        " classes: give the data set it was trained on, or no --data for class numbers"));
+  }
+  return names;
 }
 
 int Export(const std::string& ckpt, const std::string& out, const InferenceFlags& f) {
@@ -220,7 +227,7 @@ int Export(const std::string& ckpt, const std::string& out, const InferenceFlags
   absl::StatusOr<inference::InferenceModel> model = LoadModel(ckpt, f, 1);
   if (!model.ok()) return Fail(model.status());
   inference::Preprocessing preprocessing = inference::ValidationPreprocessing(*model);
-  absl::StatusOr<std::vector<std::string>> names = ClassNames(f.data);
+  absl::StatusOr<std::vector<std::string>> names = ClassNames(f.data, model->classes);
   if (!names.ok()) return Fail(names.status());
   preprocessing.class_names = *names;
   const absl::Status written = inference::ExportOnnx(*model, preprocessing, out);
@@ -237,11 +244,10 @@ int Predict(const std::string& ckpt, const std::vector<std::string>& images,
   absl::StatusOr<inference::InferenceModel> model =
       LoadModel(ckpt, f, static_cast<int64_t>(images.size()));
   if (!model.ok()) return Fail(model.status());
-  absl::StatusOr<std::vector<std::string>> names = ClassNames(f.data);
+  absl::StatusOr<std::vector<std::string>> names = ClassNames(f.data, model->classes);
   if (!names.ok()) return Fail(names.status());
   absl::StatusOr<Tensor> batch = inference::LoadImages(images, model->image_shape[1]);
   if (!batch.ok()) return Fail(batch.status());
-  const int64_t classes = model->classes;
   absl::StatusOr<std::unique_ptr<Executor>> executor = inference::CompileInference(*model);
   if (!executor.ok()) return Fail(executor.status());
   absl::StatusOr<Tensor> logits = inference::Infer(**executor, *batch);
@@ -250,9 +256,7 @@ int Predict(const std::string& ckpt, const std::vector<std::string>& images,
   for (size_t i = 0; i < images.size(); ++i) {
     std::cout << images[i] << ":\n";
     for (const inference::Scored& s : top[i]) {
-      const std::string name = static_cast<int64_t>(names->size()) == classes
-                                   ? (*names)[s.label]
-                                   : absl::StrCat("class ", s.label);
+      const std::string name = names->empty() ? absl::StrCat("class ", s.label) : (*names)[s.label];
       std::cout << absl::StrFormat("  %6.2f%%  %s (logit %.4f)\n", 100.0 * s.probability, name,
                                    s.logit);
     }

@@ -322,10 +322,16 @@ struct Job {
 };
 
 // Where the epoch's validation comes from, when not from DIR/val.
-std::string ValidationLine(const Flags& f) {
+std::string ValidationLine(const Flags& f, const Data& data) {
   if (f.val_fraction > 0.0) {
-    return absl::StrFormat("%svalidating on %.0f%% of each class of %s/train, held out\n",
-                           LogPrefix(), 100.0 * f.val_fraction, f.data);
+    // The share actually held out: each class rounds its own count.
+    const int64_t held_out = data.val->dataset().plan().source->size();
+    const int64_t all = held_out + data.train->dataset().plan().source->size();
+    return absl::StrFormat(
+        "%svalidating on %d of the %d images of %s/train (%.1f%%), held out per class for "
+        "--val-fraction %s\n",
+        LogPrefix(), held_out, all, f.data, 100.0 * static_cast<double>(held_out) / all,
+        Shortest(f.val_fraction));
   }
   if (std::filesystem::exists(f.data + "/val")) return "";
   return absl::StrCat(LogPrefix(), "no ", f.data,
@@ -403,7 +409,7 @@ void PrintStartLine(const Flags& f, const parallel::Context& ctx, const Job& job
                    ctx.size(), job.options.batch_size,
                    job.options.device.type == DeviceType::kCPU ? "cpu" : "cuda", f.threads,
                    steps_per_epoch, PrecisionLine(job.options))
-            << ValidationLine(f) << std::flush;
+            << ValidationLine(f, job.data) << std::flush;
 }
 
 // --resume: the newest complete step of f.resume, or a fresh start when it holds none.

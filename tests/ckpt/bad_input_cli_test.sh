@@ -96,6 +96,10 @@ for other in other.ckpt good/lenet-1_5.manifest other-graph.meta "$image"; do
   [[ $(cksum <"$other") == "$before" ]] || fail "export changed $other"
 done
 run 0 "$ckpt" export "$good" --out model.onnx
+# Class names from a data set of another size are refused, not made up (issue 37, class 6).
+cp -r data fewer && rm -r fewer/train/zigzag fewer/val/zigzag
+run 2 "$ckpt" predict "$good" --data fewer "$image"
+expect "--data fewer has 9 class folder(s), the model 10 classes"
 # The checkpoint and summary writers alike: a FIFO where the graph meta goes, a directory where
 # the metrics go.
 mkdir fifo_ckpt summary

@@ -27,9 +27,13 @@ expect "$out" "^epoch 1/1: train loss [0-9.]+, [0-9.]+ images/s"
 
 out=$(run --model lenet --val-fraction 0.25 --image-size 36)
 expect "$out" "36x36 images \(--image-size\)"
-expect "$out" "validating on 25% of each class of $dir/train, held out"
+expect "$out" "validating on 50 of the 200 images of $dir/train \(25.0%\), held out per class for --val-fraction 0.25"
 # 5 of each class's 20 images, all 50 held-out images scored once.
 expect "$out" "^epoch 1/1: train loss [0-9.]+, val accuracy [0-9.]+ \([0-9]+/50\)"
+
+# A share each class rounds: the line says what is held out, not the flag (issue 37, class 6).
+out=$(run --model lenet --val-fraction 0.33)
+expect "$out" "validating on [0-9]+ of the 200 images of $dir/train \([0-9.]+%\), held out per class for --val-fraction 0.33"
 
 out=$(fails --model resnet8 --resume "$dir/ckpt")
 expect "$out" "^lockstep: error: $dir/ckpt holds checkpoints of lenet, none of resnet8"
