@@ -108,7 +108,12 @@ absl::Status Run(const Options& options, const Context& ctx) {
       CheckHostMemory(bytes > 0x1p63 ? UINT64_MAX : static_cast<uint64_t>(bytes),
                       absl::StrCat("--count ", options.count, " with ", ctx.size(), " ranks")),
       host_world));
-  Device device = options.backend == "nccl" ? Device::CUDA(ctx.local_rank()) : Device::CPU();
+  // NCCL on the rank's own GPU as the context assigned it (the one visible GPU under
+  // srun --gpus-per-task=1, not device local_rank); without one, World names why.
+  Device device = Device::CPU();
+  if (options.backend == "nccl") {
+    device = ctx.device().type == DeviceType::kCUDA ? ctx.device() : Device::CUDA(0);
+  }
   absl::StatusOr<std::shared_ptr<Communicator>> world = ctx.World(device);
   if (options.backend == "mpi") world = ctx.HostWorld();  // its collectives under the timeout
   if (!world.ok()) return Annotate(world.status(), absl::StrCat("--backend ", options.backend));
