@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace lockstep {
@@ -17,16 +18,16 @@ uint64_t SoftLimit(int resource) {
   return static_cast<uint64_t>(limit.rlim_cur);
 }
 
-// A "Key:  N kB" line of /proc/self/status, in bytes; 0 when missing.
-uint64_t StatusBytes(const std::string& wanted) {
-  std::ifstream status("/proc/self/status");
-  std::string key;
+// The "Key:  N kB" line `key` of a /proc file (meminfo, self/status), in bytes.
+std::optional<uint64_t> ProcKibField(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  std::string name;
   uint64_t kib = 0;
-  while (status >> key) {
-    if (key == wanted && status >> kib) return kib * 1024;
-    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  while (in >> name) {  // lines without a number ("Name:\tlockstep-train") are passed over
+    if (name == key && in >> kib) return kib * 1024;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
   }
-  return 0;
+  return std::nullopt;
 }
 
 // The first number of a cgroup file ("max" and missing files: UINT64_MAX).
@@ -68,24 +69,16 @@ uint64_t HostMemoryLimit() {
 }
 
 uint64_t HostMemoryAvailable() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  uint64_t available = static_cast<uint64_t>(sysconf(_SC_AVPHYS_PAGES)) *
-                       static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  while (meminfo >> key >> kib) {
-    if (key == "MemAvailable:") {
-      available = kib * 1024;
-      break;
-    }
-    meminfo.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
-  }
+  const uint64_t available = ProcKibField("/proc/meminfo", "MemAvailable:")
+                                 .value_or(static_cast<uint64_t>(sysconf(_SC_AVPHYS_PAGES)) *
+                                           static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
   return std::min(available, CgroupHeadroom());
 }
 
 uint64_t ProcessMemoryHeadroom() {
-  return std::min(Less(SoftLimit(RLIMIT_AS), StatusBytes("VmSize:")),
-                  Less(SoftLimit(RLIMIT_DATA), StatusBytes("VmData:")));
+  return std::min(
+      Less(SoftLimit(RLIMIT_AS), ProcKibField("/proc/self/status", "VmSize:").value_or(0)),
+      Less(SoftLimit(RLIMIT_DATA), ProcKibField("/proc/self/status", "VmData:").value_or(0)));
 }
 
 absl::Status CheckHostMemory(uint64_t bytes, absl::string_view what) {

@@ -1,5 +1,6 @@
 #include "dataset/file_io.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,11 +45,13 @@ absl::StatusOr<Tensor> ReadFileBytes(const std::string& path) {
 }
 
 absl::Status WriteFileBytes(const std::string& path, absl::Span<const uint8_t> bytes) {
-  LS_RETURN_IF_ERROR(CheckOutputPath(path));
+  LS_ASSIGN_OR_RETURN(const int fd, OpenOutputFile(path, O_CREAT | O_TRUNC));
   errno = 0;
-  FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr)
+  FILE* file = fdopen(fd, "wb");
+  if (file == nullptr) {
+    close(fd);
     return absl::ErrnoToStatus(errno, absl::StrCat("cannot create '", path, "'"));
+  }
   bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
   // fclose flushes: its failure is a failed write too.
   if (std::fclose(file) != 0 || !written) {
