@@ -214,6 +214,7 @@ std::string OversubscriptionWarning(const Flags& f, int local_ranks) {
 
 std::vector<parallel::Setting> SettingsThatMustMatch(const Flags& f, const EnvOptions& env,
                                                      bool help) {
+  // The paths may differ (a disk per host); whether they are given may not.
   const auto given = [](const std::string& path) { return path.empty() ? "no" : "yes"; };
   return {{"--help", help ? "yes" : "no"},
           {"--model", f.model},
@@ -248,6 +249,18 @@ std::vector<parallel::Setting> SettingsThatMustMatch(const Flags& f, const EnvOp
           {"--resume given", given(f.resume)},
           {"LOCKSTEP_CUDA_TF32", env.math.allow_tf32 ? "1" : "0"},
           {"LOCKSTEP_DETERMINISTIC", env.math.deterministic ? "1" : "0"}};
+}
+
+std::span<const PerRankFlag> PerRankFlags() {
+  static constexpr PerRankFlag kFlags[] = {
+      {"--data", "a host may keep its copy elsewhere; what the copies hold is agreed at start-up"},
+      {"--threads", "the host's cores: the kernels compute the same numbers on any count"},
+      {"--workers", "decoding threads: the batches' order and content do not depend on them"},
+      {"--log-every", "rank 0's loss lines and summary records only; no collective"},
+      {"--progress", "rank 0's display only; no collective"},
+      {"--summary-dir", "rank 0 alone writes there; no collective"},
+  };
+  return kFlags;
 }
 
 std::vector<std::string> IneffectiveFlags(const Flags& f, const parallel::Context& ctx,

@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "examples/env_options.h"
@@ -70,11 +72,21 @@ std::string Shortest(double value);
 // host's cores (they would oversubscribe them); empty otherwise.
 std::string OversubscriptionWarning(const Flags& f, int local_ranks);
 
-// What every rank must have alike, as "--flag" and canonical value: the schedule, seed, batch,
-// loss scale, checkpointing, whatever changes which collectives a rank issues, and whether
-// --help was asked for; per-rank flags (paths, threads, logging) are not among them.
+// What every rank must have alike, as "--flag" (or "--flag given") and canonical value: every
+// flag that changes the collectives a rank issues, the graph, the data order or the numerics,
+// and whether --help was asked for. Such a flag is refused on the CPU too, where it may change
+// nothing, so that a job's flags mean the same wherever it runs.
 std::vector<parallel::Setting> SettingsThatMustMatch(const Flags& f, const EnvOptions& env,
                                                      bool help);
+
+// A flag each rank may set as it likes, and why that changes none of the above.
+struct PerRankFlag {
+  std::string_view flag;  // "--threads"
+  std::string_view why;
+};
+// Every flag of AddFlags is here or in SettingsThatMustMatch, never both: a flag added to neither
+// fails TrainFlagsTest.EveryFlagIsSharedOrPerRank.
+std::span<const PerRankFlag> PerRankFlags();
 
 // The settings a resume must keep (ckpt::CheckRecipe): --batch-size and --grad-accum (the data
 // position and the schedule count their steps), --seed (the data order the position indexes)
