@@ -17,13 +17,25 @@ absl::StatusOr<CommGroup*> CommGroups::Find(absl::string_view name, Device devic
   auto key = std::make_pair(device.type, device.index);
   auto it = groups_.find(key);
   if (it == groups_.end()) {
-    LS_ASSIGN_OR_RETURN(std::shared_ptr<Communicator> communicator, context_.World(device));
+    auto provided = provided_.find(key);
+    std::shared_ptr<Communicator> communicator;
+    if (provided != provided_.end()) {
+      communicator = provided->second;
+    } else {
+      LS_ASSIGN_OR_RETURN(communicator, context_.World(device));
+    }
     it = groups_
              .emplace(key, CommGroup{communicator, std::make_unique<CollectiveQueue>(),
                                      context_.comm_options()})
              .first;
   }
   return &it->second;
+}
+
+void CommGroups::Provide(std::shared_ptr<Communicator> world) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Device device = world->device();
+  provided_[{device.type, device.index}] = std::move(world);
 }
 
 absl::StatusOr<CommGroup*> GroupFor(const Node& node, const KernelContext& ctx) {

@@ -54,12 +54,17 @@ class CommGroups {
 
   // The group `name` for tensors on `device`, made on first use.
   absl::StatusOr<CommGroup*> Find(absl::string_view name, Device device);
+  // Makes `world` the world communicator for tensors on its device, instead of the context's
+  // (a device the context does not know: the device-collective tests' stand-in). Before the
+  // group is first used.
+  void Provide(std::shared_ptr<Communicator> world);
   const Context& context() const { return context_; }
 
  private:
   Context context_;
   std::mutex mutex_;
   std::map<std::pair<DeviceType, int>, CommGroup> groups_;
+  std::map<std::pair<DeviceType, int>, std::shared_ptr<Communicator>> provided_;
 };
 
 // The group a collective node names (its "group" attribute) for tensors on the kernel's device,

@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -67,6 +68,12 @@ std::vector<std::string> VisibleGpus() {
     uuids.push_back(std::move(uuid));
   }
   return uuids;
+}
+
+// NCCL's own switch (2.30 on) for several ranks of one communicator on one GPU.
+bool NcclSharesGpus() {
+  const char* value = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  return value != nullptr && std::string(value) == "1";
 }
 #endif
 
@@ -155,7 +162,8 @@ absl::Status ContextBuilder::StartDeviceWorld([[maybe_unused]] State* state) {
                          .host = HostName(),
                          .local_rank = state->local_rank,
                          .local_size = state->local_size,
-                         .gpus = VisibleGpus()};
+                         .gpus = VisibleGpus(),
+                         .may_share_gpu = NcclSharesGpus()};
   LS_ASSIGN_OR_RETURN(std::vector<std::string> texts,
                       GatherStrings(EncodeGpuView(mine), *state->host_world));
   std::vector<RankGpuView> views;

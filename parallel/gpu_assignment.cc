@@ -1,5 +1,6 @@
 #include "parallel/gpu_assignment.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/numbers.h"
@@ -25,10 +26,11 @@ std::string DescribeViews(const std::vector<RankGpuView>& ranks) {
 }
 
 // The device index of a rank that sees GPUs, or -1 when neither launcher style fits it.
-int PickDevice(const RankGpuView& view) {
+int PickDevice(const RankGpuView& view, bool share) {
   const int visible = static_cast<int>(view.gpus.size());
   if (visible >= view.local_size) return view.local_rank;  // sees its host's GPUs
   if (visible == 1) return 0;                              // given exactly one
+  if (share) return view.local_rank % visible;
   return -1;
 }
 
@@ -48,9 +50,11 @@ absl::StatusOr<GpuAssignment> AssignGpus(const std::vector<RankGpuView>& ranks) 
             DescribeViews(ranks), ")")};
   }
   GpuAssignment assignment;
+  const bool share = std::all_of(ranks.begin(), ranks.end(),
+                                 [](const RankGpuView& view) { return view.may_share_gpu; });
   std::map<std::string, std::vector<int>> ranks_on_gpu;
   for (const RankGpuView& view : ranks) {
-    const int device = PickDevice(view);
+    const int device = PickDevice(view, share);
     if (device < 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "cannot give every rank a GPU of its own: each rank must see all of its host's GPUs "
@@ -61,31 +65,36 @@ absl::StatusOr<GpuAssignment> AssignGpus(const std::vector<RankGpuView>& ranks) 
     assignment.device.push_back(device);
     ranks_on_gpu[view.gpus[device]].push_back(view.rank);
   }
+  if (share) return assignment;
   for (const auto& [gpu, sharing] : ranks_on_gpu) {
     if (sharing.size() < 2) continue;
     return absl::FailedPreconditionError(absl::StrCat(
         "ranks ", absl::StrJoin(sharing, ", "), " would share GPU ", gpu,
-        ", and NCCL needs a GPU per rank: start at most one rank per GPU; ", DescribeViews(ranks)));
+        ", and NCCL needs a GPU per rank: start at most one rank per GPU (or, with NCCL >= 2.30, "
+        "set NCCL_MULTI_RANK_GPU_ENABLE=1 on every rank); ",
+        DescribeViews(ranks)));
   }
   return assignment;
 }
 
-// "rank\thost\tlocal_rank\tlocal_size\tgpu,gpu,...": host names and UUIDs hold no tab or comma.
+// "rank\thost\tlocal_rank\tlocal_size\tgpu,gpu,...\tshare": host names and UUIDs hold no tab
+// or comma; share is 1 or 0.
 std::string EncodeGpuView(const RankGpuView& view) {
   return absl::StrCat(view.rank, "\t", view.host, "\t", view.local_rank, "\t", view.local_size,
-                      "\t", absl::StrJoin(view.gpus, ","));
+                      "\t", absl::StrJoin(view.gpus, ","), "\t", view.may_share_gpu ? 1 : 0);
 }
 
 absl::StatusOr<RankGpuView> DecodeGpuView(absl::string_view text) {
   std::vector<std::string> fields = absl::StrSplit(text, '\t');
   RankGpuView view;
-  if (fields.size() != 5 || !absl::SimpleAtoi(fields[0], &view.rank) ||
+  if (fields.size() != 6 || !absl::SimpleAtoi(fields[0], &view.rank) ||
       !absl::SimpleAtoi(fields[2], &view.local_rank) ||
-      !absl::SimpleAtoi(fields[3], &view.local_size)) {
+      !absl::SimpleAtoi(fields[3], &view.local_size) || (fields[5] != "0" && fields[5] != "1")) {
     return absl::InvalidArgumentError(absl::StrCat("not a rank's GPU view: '", text, "'"));
   }
   view.host = fields[1];
   if (!fields[4].empty()) view.gpus = absl::StrSplit(fields[4], ',');
+  view.may_share_gpu = fields[5] == "1";
   return view;
 }
 

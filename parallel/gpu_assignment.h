@@ -10,7 +10,10 @@
 // - some ranks see GPUs and others none: every rank computes on the CPU, and the assignment
 //   says why;
 // - anything else (fewer GPUs than ranks, two ranks on one GPU): an error naming the ranks,
-//   their hosts and what each sees.
+//   their hosts and what each sees;
+// - except where every rank was started with NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL >= 2.30, which
+//   runs several ranks of one communicator on one GPU): then ranks that see fewer GPUs than
+//   their host has ranks share them, local rank i taking GPU i modulo the GPUs it sees.
 
 #include <string>
 #include <vector>
@@ -26,6 +29,7 @@ struct RankGpuView {
   int local_rank = 0;
   int local_size = 1;
   std::vector<std::string> gpus;  // the UUIDs of its visible devices, in CUDA's order
+  bool may_share_gpu = false;     // NCCL_MULTI_RANK_GPU_ENABLE=1 in its environment
 };
 
 struct GpuAssignment {

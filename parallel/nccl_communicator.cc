@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/device_memory.h"
+#include "core/logging.h"
 #include "ops/cuda/cuda_status.h"
 #include "parallel/collective_util.h"
 
@@ -49,6 +50,16 @@ ncclRedOp_t NcclOp(ReduceOp op) {
   LS_CHECK(false) << "unhandled reduce op " << static_cast<int>(op);
   return ncclSum;
 }
+
+class CudaDone : public DeviceCollectives::Done {
+ public:
+  ~CudaDone() override {
+    if (event != nullptr) cudaEventDestroy(event);
+  }
+  cudaEvent_t event = nullptr;
+};
+
+cudaEvent_t EventOf(DeviceCollectives::Done& done) { return static_cast<CudaDone&>(done).event; }
 
 }  // namespace
 
@@ -115,8 +126,11 @@ class NcclCommunicator::Probe : public CollectiveProbe {
     return true;
   }
 
+  // Never waits for comm_mutex_: a call holding it is settling, and the watch asks again at its
+  // next poll (its timeouts go on meanwhile).
   absl::Status AsyncError() override {
-    std::lock_guard<std::mutex> lock(owner_.comm_mutex_);
+    std::unique_lock<std::mutex> lock(owner_.comm_mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return absl::OkStatus();
     if (owner_.comm_ == nullptr) return absl::OkStatus();  // aborted: the watch has stopped
     ncclResult_t state = ncclSuccess;
     NCCL_RETURN_IF_ERROR(ncclCommGetAsyncError(owner_.comm_, &state));
@@ -125,14 +139,18 @@ class NcclCommunicator::Probe : public CollectiveProbe {
   }
 
   // ncclCommAbort frees the communicator; later calls find comm_ null. It is called without
-  // comm_mutex_, since it can block (CollectiveProbe::Abort) and Usable must still answer.
+  // comm_mutex_, since it can block (CollectiveProbe::Abort) and Usable must still answer. A call
+  // settling holds comm_mutex_; aborting_ makes it give up within a poll.
   void Abort() override {
+    owner_.aborting_ = true;
     ncclComm_t comm = nullptr;
     {
       std::lock_guard<std::mutex> lock(owner_.comm_mutex_);
       comm = std::exchange(owner_.comm_, nullptr);
     }
-    if (comm != nullptr) ncclCommAbort(comm);
+    if (comm == nullptr) return;
+    cudaSetDevice(owner_.device_.index);  // the watch's thread: the communicator's device
+    ncclCommAbort(comm);
   }
 
  private:
@@ -147,8 +165,13 @@ class NcclCommunicator::Probe : public CollectiveProbe {
 };
 
 NcclCommunicator::NcclCommunicator(int rank, int size, Device device,
-                                   std::chrono::milliseconds timeout)
-    : rank_(rank), size_(size), device_(device), timeout_(timeout) {}
+                                   std::chrono::milliseconds timeout,
+                                   CollectiveWatch::FailureHandler on_failure)
+    : rank_(rank),
+      size_(size),
+      device_(device),
+      timeout_(timeout),
+      on_failure_(std::move(on_failure)) {}
 
 absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(
     Communicator& bootstrap, int device_index, std::chrono::milliseconds timeout,
@@ -162,39 +185,91 @@ absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(
   std::memcpy(&unique_id, id.raw_data(), sizeof(unique_id));
 
   std::shared_ptr<NcclCommunicator> comm(new NcclCommunicator(bootstrap.rank(), bootstrap.size(),
-                                                              Device::CUDA(device_index), timeout));
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_index));
-  CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&comm->stream_, cudaStreamNonBlocking));
-  comm->probe_ = std::make_unique<Probe>(*comm);
-  // Non-blocking, so that a peer that never joins costs the timeout, not the job.
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  absl::Status joined = comm->Settle(
-      ncclCommInitRankConfig(&comm->comm_, comm->size_, unique_id, comm->rank_, &config),
-      "ncclCommInitRankConfig", __FILE__, __LINE__);
-  if (!joined.ok()) {
-    comm->probe_->Abort();
-    return Annotate(joined, absl::StrCat("rank ", comm->rank_, " joining the NCCL communicator on ",
-                                         comm->device_.ToString()));
-  }
-  comm->watch_ = std::make_unique<CollectiveWatch>(*comm->probe_, timeout, std::move(on_failure));
-  comm->barrier_ = Tensor::Empty({1}, DType::kI32, comm->device_);
-  comm->flag_ = Tensor::Empty({1}, DType::kI32, comm->device_);
-  CUDA_RETURN_IF_ERROR(cudaMemset(comm->barrier_.raw_data(), 0, comm->barrier_.nbytes()));
+                                                              Device::CUDA(device_index), timeout,
+                                                              std::move(on_failure)));
+  LS_RETURN_IF_ERROR(comm->Join(
+      [&](ncclComm_t* out, ncclConfig_t* config) {
+        return ncclCommInitRankConfig(out, comm->size_, unique_id, comm->rank_, config);
+      },
+      "ncclCommInitRankConfig", /*priority=*/0));
   return comm;
 }
 
+absl::Status NcclCommunicator::Join(const JoinFn& join, const char* call, int priority) {
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
+  CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
+  probe_ = std::make_unique<Probe>(*this);
+  // Non-blocking, so that a peer that never joins costs the timeout, not the job.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  absl::Status joined = Settle(join(&comm_, &config), call, __FILE__, __LINE__);
+  if (!joined.ok()) {
+    probe_->Abort();
+    return Annotate(joined, absl::StrCat("rank ", rank_, " joining the NCCL communicator on ",
+                                         device_.ToString()));
+  }
+  watch_ = std::make_unique<CollectiveWatch>(*probe_, timeout_, on_failure_);
+  barrier_ = Tensor::Empty({1}, DType::kI32, device_);
+  flag_ = Tensor::Empty({1}, DType::kI32, device_);
+  CUDA_RETURN_IF_ERROR(cudaMemset(barrier_.raw_data(), 0, barrier_.nbytes()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DeviceCollectives*> NcclCommunicator::Urgent() {
+  std::lock_guard<std::mutex> lock(urgent_mutex_);
+  if (urgent_ != nullptr) return urgent_.get();
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
+  int least = 0, greatest = 0;
+  CUDA_RETURN_IF_ERROR(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  std::shared_ptr<NcclCommunicator> urgent(
+      new NcclCommunicator(rank_, size_, device_, timeout_, on_failure_));
+  LS_RETURN_IF_ERROR(urgent->Join(
+      [this](ncclComm_t* out, ncclConfig_t* config) {
+        std::lock_guard<std::mutex> comm_lock(comm_mutex_);
+        return ncclCommSplit(comm_, /*color=*/0, rank_, out, config);
+      },
+      "ncclCommSplit", greatest));
+  urgent_ = std::move(urgent);
+  return urgent_.get();
+}
+
+// ncclCommDestroy alone frees what peers may still be reading; finalizing first waits, within
+// the timeout, until every peer has finished with this rank. A peer that never does (dead at
+// exit) costs the timeout and an abort, never a hang.
 NcclCommunicator::~NcclCommunicator() {
+  urgent_.reset();
+  const absl::Status finalized = Finalize();
   watch_.reset();  // no poll of comm_ from here on
-  if (comm_ != nullptr) ncclCommDestroy(comm_);
+  if (comm_ != nullptr) {
+    if (finalized.ok()) {
+      ncclCommDestroy(comm_);
+    } else {
+      LS_LOG(Warning) << "rank " << rank_ << ": " << finalized.message()
+                      << "; the NCCL communicator is aborted instead";
+      ncclCommAbort(comm_);
+    }
+  }
   probe_.reset();
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+absl::Status NcclCommunicator::Finalize() {
+  std::lock_guard<std::mutex> lock(comm_mutex_);
+  if (comm_ == nullptr) return absl::OkStatus();
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
+  NCCL_SETTLE(ncclCommFinalize(comm_));
+  return absl::OkStatus();
 }
 
 absl::Status NcclCommunicator::Settle(ncclResult_t result, const char* call, const char* file,
                                       int line) {
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (result == ncclInProgress && comm_ != nullptr) {
+    if (aborting_) {
+      return absl::AbortedError(absl::StrCat("NCCL call ", call, " at ", file, ":", line,
+                                             " given up: the watch is "
+                                             "aborting the communicator"));
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       return absl::DeadlineExceededError(
           absl::StrCat("NCCL call ", call, " at ", file, ":", line, " still in progress after ",
@@ -235,9 +310,15 @@ absl::StatusOr<int64_t> NcclCommunicator::Watch(std::string label) {
   return sequence;
 }
 
+absl::StatusOr<std::unique_ptr<DeviceCollectives::Done>> NcclCommunicator::MakeDone() {
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
+  auto done = std::make_unique<CudaDone>();
+  CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&done->event, cudaEventDisableTiming));
+  return done;
+}
+
 absl::StatusOr<std::string> NcclCommunicator::EnqueueAllReduce(const std::vector<Tensor>& inouts,
-                                                               ReduceOp op, cudaStream_t after,
-                                                               cudaEvent_t done,
+                                                               ReduceOp op, Done& done,
                                                                const StreamWork& before,
                                                                const StreamWork& after_reduce) {
   size_t bytes = 0;
@@ -247,6 +328,8 @@ absl::StatusOr<std::string> NcclCommunicator::EnqueueAllReduce(const std::vector
   }
   std::string label = DescribeCollective(*this, "AllReduce", bytes);
   auto enqueue = [&]() -> absl::Status {
+    LS_ASSIGN_OR_RETURN(void* compute, ComputeStream(device_));
+    const auto after = static_cast<cudaStream_t>(compute);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(after, &capture));
     std::lock_guard<std::mutex> lock(comm_mutex_);
@@ -260,19 +343,26 @@ absl::StatusOr<std::string> NcclCommunicator::EnqueueAllReduce(const std::vector
     NCCL_SETTLE(ncclGroupEnd());
     if (after_reduce) LS_RETURN_IF_ERROR(after_reduce(stream_));
     if (capture == cudaStreamCaptureStatusNone) LS_RETURN_IF_ERROR(Watch(label).status());
-    CUDA_RETURN_IF_ERROR(cudaEventRecord(done, stream_));
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(EventOf(done), stream_));
     return absl::OkStatus();
   };
   LS_RETURN_IF_ERROR(Annotate(enqueue(), label));
   return label;
 }
 
-// The event goes on `stream` after the launch, not into the graph: one event recorded at every
-// launch could not tell one launch's end from the next.
-absl::Status NcclCommunicator::WatchLaunched(const std::string& label, cudaStream_t stream) {
+absl::Status NcclCommunicator::ComputeWaitsFor(Done& done) {
+  LS_ASSIGN_OR_RETURN(void* compute, ComputeStream(device_));
+  CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(static_cast<cudaStream_t>(compute), EventOf(done), 0));
+  return absl::OkStatus();
+}
+
+// The event goes on the compute stream after the launch, not into the graph: one event recorded
+// at every launch could not tell one launch's end from the next.
+absl::Status NcclCommunicator::WatchLaunched(const std::string& label) {
+  LS_ASSIGN_OR_RETURN(void* compute, ComputeStream(device_));
   std::lock_guard<std::mutex> lock(comm_mutex_);
   LS_RETURN_IF_ERROR(UsableLocked());
-  return probe_->Record(watch_->Issue(label), stream);
+  return probe_->Record(watch_->Issue(label), static_cast<cudaStream_t>(compute));
 }
 
 absl::Status NcclCommunicator::AllReduce(const Tensor& inout, ReduceOp op) {

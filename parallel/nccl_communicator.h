@@ -2,17 +2,21 @@
 
 // Collectives over device memory with NCCL (CUDA builds only). The Communicator calls are
 // blocking, as that interface says: each waits for the work queued on the device's compute
-// stream, enqueues on the communicator's own stream and waits for it. Kernels use
-// EnqueueAllReduce instead, which keeps the host out of it.
+// stream, enqueues on the communicator's own stream and waits for it. Kernels use the
+// stream-ordered DeviceCollectives calls instead, which keep the host out of it.
 //
 // Nothing can hang: the communicator is created non-blocking and its set-up waited for with the
 // collective timeout, and every collective is numbered and watched (collective_watch.h), so a
-// dead or stuck peer ends every rank with the report of where each rank is. Events are taken
-// per operation from a pool, never shared between threads.
+// dead or stuck peer ends every rank with the report of where each rank is. The watch's abort
+// never waits behind a call in progress: a call settling (Settle) gives up as soon as an abort
+// begins. At exit the communicator is finalized within the timeout, then destroyed, or aborted
+// when a peer never finalizes. Events are taken per operation from a pool, never shared between
+// threads.
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -22,10 +26,11 @@
 
 #include "parallel/collective_watch.h"
 #include "parallel/communicator.h"
+#include "parallel/device_collectives.h"
 
 namespace lockstep::parallel {
 
-class NcclCommunicator : public Communicator {
+class NcclCommunicator : public Communicator, public DeviceCollectives {
  public:
   // Collective over the ranks of `bootstrap` (a host communicator): rank 0 makes the NCCL
   // unique id, bootstrap.Broadcast hands it to the others, and every rank joins with CUDA
@@ -48,35 +53,31 @@ class NcclCommunicator : public Communicator {
   absl::Status Broadcast(const Tensor& inout, int root) override;
   absl::Status ReduceScatter(const Tensor& input, const Tensor& output, ReduceOp op) override;
   absl::Status Barrier() override;
-  // Whether `mine` holds on every rank; blocking, as Barrier.
-  absl::StatusOr<bool> OnEveryRank(bool mine);
 
-  // Work queued on this communicator's stream.
-  using StreamWork = std::function<absl::Status(cudaStream_t)>;
-  // Stream-ordered, for kernels: reduces `inouts` in place on this communicator's stream once
-  // the work queued on `after` so far is done, and records `done` there; returns without
-  // waiting, with the collective's label ("AllReduce of 4.0 MB"). Readers make their stream wait
-  // on `done`. `before` and `after_reduce`, when set, are queued right before and after the
-  // reduction (a narrower wire dtype's conversions). While `after` is being captured into a CUDA
-  // graph (Executor::ReplayAfter) nothing runs, so nothing is watched: WatchLaunched watches
-  // each launch of the graph.
+  // DeviceCollectives: the collectives' stream is the communicator's own, a Done is a CUDA
+  // event. While the compute stream is being captured into a CUDA graph (Executor::ReplayAfter)
+  // nothing runs, so nothing is watched: WatchLaunched watches each launch of the graph.
+  absl::StatusOr<std::unique_ptr<Done>> MakeDone() override;
   absl::StatusOr<std::string> EnqueueAllReduce(const std::vector<Tensor>& inouts, ReduceOp op,
-                                               cudaStream_t after, cudaEvent_t done,
-                                               const StreamWork& before = nullptr,
-                                               const StreamWork& after_reduce = nullptr);
-  // Numbers and watches, as EnqueueAllReduce does outside a graph, the collective `label` that a
-  // CUDA graph just launched on `stream` holds; it counts as finished when the launch has. Call
-  // it right after the launch, once per collective in the graph and in their order, as every
-  // rank does.
-  absl::Status WatchLaunched(const std::string& label, cudaStream_t stream);
-  // OK while collectives may be queued: the watch has seen no failure and has not aborted the
-  // communicator. Checked before a CUDA graph holding collectives is launched.
-  absl::Status Usable();
+                                               Done& done, const StreamWork& before,
+                                               const StreamWork& after_reduce) override;
+  absl::Status ComputeWaitsFor(Done& done) override;
+  absl::Status WatchLaunched(const std::string& label) override;
+  absl::Status Usable() override;
+  absl::StatusOr<bool> OnEveryRank(bool mine) override;
+  // A communicator split off this one (ncclCommSplit: channels of its own, so its kernels do not
+  // wait behind this one's), on a stream of the device's greatest priority.
+  absl::StatusOr<DeviceCollectives*> Urgent() override;
 
  private:
   class Probe;  // the watch's view of comm_ and stream_ (nccl_communicator.cc)
 
-  NcclCommunicator(int rank, int size, Device device, std::chrono::milliseconds timeout);
+  NcclCommunicator(int rank, int size, Device device, std::chrono::milliseconds timeout,
+                   CollectiveWatch::FailureHandler on_failure);
+  // Joins the communicator through `join` (ncclCommInitRankConfig or ncclCommSplit, given the
+  // non-blocking config) with a stream of `priority`, then starts the watch.
+  using JoinFn = std::function<ncclResult_t(ncclComm_t*, ncclConfig_t*)>;
+  absl::Status Join(const JoinFn& join, const char* call, int priority);
   // Runs `launch`, which enqueues NCCL calls on stream_ after the compute stream's work so far,
   // and waits for it under the watch; errors name the collective and its bytes.
   absl::Status Run(absl::string_view collective, size_t bytes,
@@ -88,21 +89,28 @@ class NcclCommunicator : public Communicator {
   // Under comm_mutex_: numbers the work queued on stream_ so far as one collective, watched.
   absl::StatusOr<int64_t> Watch(std::string label);
   // A non-blocking communicator's call may return while its work is still being set up: waits
-  // for that, within the timeout.
+  // for that, within the timeout, unless an abort begins meanwhile.
   absl::Status Settle(ncclResult_t result, const char* call, const char* file, int line);
+  // ncclCommFinalize, settled: every peer has finished with this rank (at exit).
+  absl::Status Finalize();
 
   int rank_;
   int size_;
   Device device_;
   std::chrono::milliseconds timeout_;
+  CollectiveWatch::FailureHandler on_failure_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   // Held around every NCCL call on comm_, so that the watch's abort never meets one half-made.
   std::mutex comm_mutex_;
+  // Set when the watch begins its abort: Settle stops waiting, so comm_mutex_ is soon free.
+  std::atomic<bool> aborting_ = false;
   std::unique_ptr<Probe> probe_;
   std::unique_ptr<CollectiveWatch> watch_;
   Tensor barrier_;  // (1) i32 on device_: Barrier is an AllReduce of it
   Tensor flag_;     // (1) i32 on device_: OnEveryRank's minimum over the ranks
+  std::mutex urgent_mutex_;
+  std::shared_ptr<NcclCommunicator> urgent_;  // Urgent's, once made
 };
 
 // An NCCL result as a Status naming the call, where it was made and NCCL's explanation.

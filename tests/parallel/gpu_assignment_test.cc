@@ -115,6 +115,20 @@ TEST(GpuAssignmentTest, TwoRanksGivenTheSameGpuAreRefused) {
                                                  HasSubstr("at most one rank per GPU")));
 }
 
+TEST(GpuAssignmentTest, RanksShareGpusWhenEveryRankLetsNcclRunSeveralOnOne) {
+  auto views = Ranks({4}, [](int host, int) { return AllOfHost(host, 2); });
+  for (RankGpuView& view : views) view.may_share_gpu = true;
+  absl::StatusOr<GpuAssignment> assigned = AssignGpus(views);
+  ASSERT_TRUE(assigned.ok()) << assigned.status();
+  EXPECT_THAT(assigned->device, ElementsAre(0, 1, 0, 1));
+  // One rank without the switch: refused as before, saying how to allow it.
+  views[2].may_share_gpu = false;
+  assigned = AssignGpus(views);
+  ASSERT_FALSE(assigned.ok());
+  views = Ranks({2}, [](int host, int) { return std::vector{Gpu(host, 0)}; });
+  EXPECT_THAT(AssignGpus(views).status().message(), HasSubstr("NCCL_MULTI_RANK_GPU_ENABLE=1"));
+}
+
 TEST(GpuAssignmentTest, BothLauncherStylesMayMixWhileNoGpuIsShared) {
   // Rank 0 sees both GPUs and takes the first; rank 1 sees only the second.
   std::vector<RankGpuView> views = {
@@ -134,7 +148,8 @@ TEST(GpuAssignmentTest, ViewsSurviveTheirTextForm) {
        .host = "gpu-node-7.cluster",
        .local_rank = 1,
        .local_size = 4,
-       .gpus = AllOfHost(7, 3)},
+       .gpus = AllOfHost(7, 3),
+       .may_share_gpu = true},
         RankGpuView{.rank = 0, .host = "h", .local_rank = 0, .local_size = 1, .gpus = {}}}) {
     absl::StatusOr<RankGpuView> back = DecodeGpuView(EncodeGpuView(view));
     ASSERT_TRUE(back.ok()) << back.status();
@@ -143,6 +158,7 @@ TEST(GpuAssignmentTest, ViewsSurviveTheirTextForm) {
     EXPECT_EQ(back->local_rank, view.local_rank);
     EXPECT_EQ(back->local_size, view.local_size);
     EXPECT_EQ(back->gpus, view.gpus);
+    EXPECT_EQ(back->may_share_gpu, view.may_share_gpu);
   }
   EXPECT_FALSE(DecodeGpuView("1\thost").ok());
   EXPECT_FALSE(DecodeGpuView("x\th\t0\t1\t").ok());

@@ -1,13 +1,12 @@
 // SyncBatchNorm kernels on CUDA, as on the CPU (parallel/ops/cpu/sync_batch_norm.cc): per-channel
-// sums in double, one stream-ordered NCCL AllReduce of them, then the statistics and the
-// element-wise pass. The sums live in the kernel's workspace; the compute stream waits on the
-// reduction's event before reading them, so the host never blocks.
+// sums in double, one stream-ordered AllReduce of them (device_collectives.h), then the
+// statistics and the element-wise pass. The sums live in the kernel's workspace; the compute
+// stream waits for the reduction before reading them, so the host never blocks.
 
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_status.h"
-#include "parallel/nccl_communicator.h"
-#include "parallel/ops/cuda/nccl_kernel.h"
 #include "parallel/ops/cuda/sync_batch_norm_kernels.h"
+#include "parallel/ops/device_collective_kernel.h"
 
 namespace lockstep::parallel {
 namespace {
@@ -16,47 +15,49 @@ using cuda::ChannelShape;
 
 class SyncKernel : public Kernel {
  public:
-  ~SyncKernel() override { cudaEventDestroy(done_); }
   bool communicates() const override { return true; }
   size_t WorkspaceBytes() const override { return 2 * shape_.channels * sizeof(double); }
 
  protected:
-  SyncKernel(const Node& node, NcclCommunicator* communicator, cudaEvent_t done)
+  SyncKernel(const Node& node, DeviceCollectives* collectives,
+             std::unique_ptr<DeviceCollectives::Done> done)
       : shape_{node.inputs[0]->shape()[0], node.inputs[0]->shape()[1],
                NumElements(node.inputs[0]->shape()) /
                    (node.inputs[0]->shape()[0] * node.inputs[0]->shape()[1])},
         epsilon_(static_cast<float>(node.attrs.GetFloat("epsilon"))),
-        communicator_(communicator),
-        done_(done) {}
+        collectives_(collectives),
+        done_(std::move(done)) {}
 
   // Adds every rank's sums (2C f64 at `sums`) in place; returns the global element count.
-  absl::StatusOr<int64_t> AllReduceSums(double* sums, cudaStream_t stream) {
+  absl::StatusOr<int64_t> AllReduceSums(double* sums) {
     const Tensor tensor =
-        Tensor::Wrap(sums, {2 * shape_.channels}, DType::kF64, communicator_->device());
+        Tensor::Wrap(sums, {2 * shape_.channels}, DType::kF64, collectives_->device());
     LS_RETURN_IF_ERROR(
-        communicator_->EnqueueAllReduce({tensor}, ReduceOp::kSum, stream, done_).status());
-    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, done_, 0));
-    return shape_.per_channel() * communicator_->size();
+        collectives_->EnqueueAllReduce({tensor}, ReduceOp::kSum, *done_, nullptr, nullptr)
+            .status());
+    LS_RETURN_IF_ERROR(collectives_->ComputeWaitsFor(*done_));
+    return shape_.per_channel() * collectives_->size();
   }
 
   ChannelShape shape_;
   float epsilon_;
-  NcclCommunicator* communicator_;
-  cudaEvent_t done_;
+  DeviceCollectives* collectives_;
+  std::unique_ptr<DeviceCollectives::Done> done_;
 };
 
 // (x, gamma, beta, running_mean, running_var) -> (y, mean, var, running_mean', running_var').
 class SyncBatchNormKernel : public SyncKernel {
  public:
-  SyncBatchNormKernel(const Node& node, NcclCommunicator* communicator, cudaEvent_t done)
-      : SyncKernel(node, communicator, done),
+  SyncBatchNormKernel(const Node& node, DeviceCollectives* collectives,
+                      std::unique_ptr<DeviceCollectives::Done> done)
+      : SyncKernel(node, collectives, std::move(done)),
         momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))) {}
 
   absl::Status Run(const KernelIO& io) override {
     const cudaStream_t stream = static_cast<cudaStream_t>(io.stream);
     auto* sums = static_cast<double*>(io.workspace);  // (2C)
     CUDA_RETURN_IF_ERROR(cuda::LaunchForwardSums(io.inputs[0].data<float>(), shape_, sums, stream));
-    LS_ASSIGN_OR_RETURN(int64_t count, AllReduceSums(sums, stream));
+    LS_ASSIGN_OR_RETURN(int64_t count, AllReduceSums(sums));
     CUDA_RETURN_IF_ERROR(
         cuda::LaunchNormalize(io.inputs[0].data<float>(),  // (N, C, H, W)
                               io.inputs[1].data<float>(),  // gamma (C)
@@ -78,8 +79,9 @@ class SyncBatchNormKernel : public SyncKernel {
 // (x, gamma, mean, var, dy) -> (dx, dgamma, dbeta); dgamma and dbeta are this rank's part.
 class SyncBatchNormGradKernel : public SyncKernel {
  public:
-  SyncBatchNormGradKernel(const Node& node, NcclCommunicator* communicator, cudaEvent_t done)
-      : SyncKernel(node, communicator, done) {}
+  SyncBatchNormGradKernel(const Node& node, DeviceCollectives* collectives,
+                          std::unique_ptr<DeviceCollectives::Done> done)
+      : SyncKernel(node, collectives, std::move(done)) {}
 
   absl::Status Run(const KernelIO& io) override {
     const cudaStream_t stream = static_cast<cudaStream_t>(io.stream);
@@ -93,7 +95,7 @@ class SyncBatchNormGradKernel : public SyncKernel {
         cuda::LaunchBackwardSums(x, dy, mean, var, epsilon_, shape_, sums, stream));
     CUDA_RETURN_IF_ERROR(cuda::LaunchParameterGradients(
         sums, shape_.channels, io.outputs[1].data<float>(), io.outputs[2].data<float>(), stream));
-    LS_ASSIGN_OR_RETURN(int64_t count, AllReduceSums(sums, stream));
+    LS_ASSIGN_OR_RETURN(int64_t count, AllReduceSums(sums));
     CUDA_RETURN_IF_ERROR(cuda::LaunchInputGradient(x, gamma, mean, var, dy, sums, count, epsilon_,
                                                    shape_, io.outputs[0].data<float>(), stream));
     return absl::OkStatus();
@@ -103,8 +105,11 @@ class SyncBatchNormGradKernel : public SyncKernel {
 template <typename K>
 KernelFactory SyncFactory() {
   return [](const Node& node, const KernelContext& ctx) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    LS_ASSIGN_OR_RETURN(NcclKernelParts parts, NcclPartsFor(node, ctx));
-    return std::make_unique<K>(node, parts.communicator, parts.done);
+    LS_ASSIGN_OR_RETURN(DeviceCollectives * group, DeviceCollectivesFor(node, ctx));
+    // The step waits for the statistics at once: they must not queue behind gradient buckets.
+    LS_ASSIGN_OR_RETURN(DeviceCollectives * collectives, group->Urgent());
+    LS_ASSIGN_OR_RETURN(std::unique_ptr<DeviceCollectives::Done> done, collectives->MakeDone());
+    return std::make_unique<K>(node, collectives, std::move(done));
   };
 }
 

@@ -49,17 +49,14 @@ TEST_F(NcclWatchCudaTest, ThousandsOfCollectivesFinishAndAreRetired) {
   Tensor data = Ones(1 << 16);
   absl::StatusOr<void*> compute = ComputeStream(Device::CUDA(0));
   ASSERT_TRUE(compute.ok());
-  cudaEvent_t done = nullptr;
-  ASSERT_EQ(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), cudaSuccess);
+  absl::StatusOr<std::unique_ptr<DeviceCollectives::Done>> done = (*nccl)->MakeDone();
+  ASSERT_TRUE(done.ok()) << done.status();
   for (int i = 0; i < 2000; ++i) {
-    ASSERT_TRUE(
-        (*nccl)
-            ->EnqueueAllReduce({data}, ReduceOp::kSum, static_cast<cudaStream_t>(*compute), done)
-            .ok());
+    ASSERT_TRUE((*nccl)->EnqueueAllReduce({data}, ReduceOp::kSum, **done, nullptr, nullptr).ok());
   }
   ASSERT_TRUE((*nccl)->Barrier().ok());  // blocking: waits under the watch
-  EXPECT_EQ(cudaEventSynchronize(done), cudaSuccess);
-  cudaEventDestroy(done);
+  ASSERT_TRUE((*nccl)->ComputeWaitsFor(**done).ok());
+  EXPECT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(*compute)), cudaSuccess);
   EXPECT_FALSE(*failed);
 }
 
@@ -131,12 +128,12 @@ TEST_F(NcclWatchCudaTest, ACollectiveInACudaGraphIsWatchedAtEachLaunch) {
   ASSERT_NE(s.nccl, nullptr);
   Tensor data = Ones(1024);
   const cudaStream_t compute = Compute();
-  cudaEvent_t done = nullptr;
-  ASSERT_EQ(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), cudaSuccess);
+  absl::StatusOr<std::unique_ptr<DeviceCollectives::Done>> done = s.nccl->MakeDone();
+  ASSERT_TRUE(done.ok()) << done.status();
   ASSERT_EQ(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal), cudaSuccess);
   const absl::StatusOr<std::string> label =
-      s.nccl->EnqueueAllReduce({data}, ReduceOp::kSum, compute, done);
-  ASSERT_EQ(cudaStreamWaitEvent(compute, done, 0), cudaSuccess);
+      s.nccl->EnqueueAllReduce({data}, ReduceOp::kSum, **done, nullptr, nullptr);
+  ASSERT_TRUE(s.nccl->ComputeWaitsFor(**done).ok());
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamEndCapture(compute, &graph), cudaSuccess);
   ASSERT_TRUE(label.ok()) << label.status();
@@ -145,7 +142,7 @@ TEST_F(NcclWatchCudaTest, ACollectiveInACudaGraphIsWatchedAtEachLaunch) {
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   for (int i = 0; i < 200; ++i) {
     ASSERT_EQ(cudaGraphLaunch(exec, compute), cudaSuccess);
-    ASSERT_TRUE(s.nccl->WatchLaunched(*label, compute).ok());
+    ASSERT_TRUE(s.nccl->WatchLaunched(*label).ok());
   }
   ASSERT_TRUE(s.nccl->Barrier().ok());  // blocking: waits under the watch
   EXPECT_EQ(*s.failures, 0);
@@ -158,16 +155,15 @@ TEST_F(NcclWatchCudaTest, ACollectiveInACudaGraphIsWatchedAtEachLaunch) {
       s, compute,
       [&] {
         ASSERT_EQ(cudaGraphLaunch(exec, compute), cudaSuccess);
-        ASSERT_TRUE(s.nccl->WatchLaunched(*label, compute).ok());
+        ASSERT_TRUE(s.nccl->WatchLaunched(*label).ok());
       },
       [&] { return s.nccl->Barrier(); });
   // The aborted communicator refuses the next launch (Kernel::BeforeLaunch) and its watch.
   EXPECT_FALSE(s.nccl->Usable().ok());
-  EXPECT_FALSE(s.nccl->WatchLaunched(*label, compute).ok());
+  EXPECT_FALSE(s.nccl->WatchLaunched(*label).ok());
   // NCCL's abort ends once no graph holds the communicator's collectives.
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  cudaEventDestroy(done);
 }
 
 }  // namespace
