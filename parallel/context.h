@@ -16,6 +16,7 @@
 //   }
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/device.h"
@@ -25,10 +26,33 @@
 
 namespace lockstep::parallel {
 
+// How the ranks of a job started without MPI find each other: the env:// contract of torchrun
+// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT,
+// TORCHELASTIC_RUN_ID, TORCHELASTIC_RESTART_COUNT), which Kubernetes' PyTorchJob, a plain srun
+// (from SLURM_PROCID and the job's first host) and lockstep-run provide too.
+struct Rendezvous {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int node_rank = 0;  // GROUP_RANK
+  std::string master_addr;
+  int master_port = 0;
+  // The launcher's agent serves the key-value store at the master (torchrun's
+  // TORCHELASTIC_USE_AGENT_STORE, lockstep-run); otherwise rank 0 serves it there.
+  bool agent_store = false;
+  std::string run_id;     // separates jobs that share the master's address
+  int restart_count = 0;  // how many times the launcher restarted the group
+};
+
 struct InitOptions {
-  // The process was started by mpirun or another MPI launcher (srun): start MPI. Otherwise the
-  // process is a world of one.
+  // The process was started by mpirun or another MPI launcher (srun --mpi): start MPI.
   bool mpi = false;
+  // Started by a launcher of the env:// contract: the host collectives go over gloo.
+  std::optional<Rendezvous> rendezvous;
+  // Which launcher started the process ("mpirun", "torchrun", "srun", "lockstep-run"), for the
+  // line that says so; empty for a world of one.
+  std::string launcher;
   CommOptions comm;
 };
 
