@@ -5,6 +5,7 @@
 
 #include "core/half.h"
 #include "parallel/collective_util.h"
+#include "parallel/reduce_math.h"
 
 namespace lockstep::parallel {
 namespace {
@@ -60,58 +61,17 @@ absl::Status ForEachChunk(int64_t total, int64_t max_count, Run run) {
   return absl::OkStatus();
 }
 
-template <typename T>
-void DivideElements(const Tensor& tensor, int divisor) {
-  T* data = tensor.data<T>();
-  for (int64_t i = 0, n = tensor.numel(); i < n; ++i) data[i] /= static_cast<T>(divisor);
-}
-
-// In float32, rounded once.
-template <typename Half>
-void DivideHalves(const Tensor& tensor, int divisor) {
-  Half* data = tensor.data<Half>();
-  for (int64_t i = 0, n = tensor.numel(); i < n; ++i) {
-    data[i] = FloatTo<Half>(ToFloat(data[i]) / static_cast<float>(divisor));
-  }
-}
-
-// The second half of kAvg; the checks allow it on floating-point dtypes only.
-void DivideBySize(const Tensor& tensor, int size) {
-  switch (tensor.dtype()) {
-    case DType::kF64:
-      return DivideElements<double>(tensor, size);
-    case DType::kBF16:
-      return DivideHalves<BFloat16>(tensor, size);
-    case DType::kF16:
-      return DivideHalves<Float16>(tensor, size);
-    default:
-      return DivideElements<float>(tensor, size);
-  }
-}
-
-struct Sum {
-  float operator()(float a, float b) const { return a + b; }
-};
-struct Max {
-  float operator()(float a, float b) const { return std::max(a, b); }
-};
-struct Min {
-  float operator()(float a, float b) const { return std::min(a, b); }
-};
-
-// An MPI_User_function over 16-bit floats: each pair is combined in float32 and rounded to
-// nearest even, as NCCL reduces them, so a result is off by at most one rounding per hop.
+// An MPI_User_function over 16-bit floats (reduce_math.h).
 template <typename Half, typename Combine>
 void CombineHalves(void* in, void* inout, int* count, MPI_Datatype* /*type*/) {
-  const Half* a = static_cast<const Half*>(in);
-  Half* b = static_cast<Half*>(inout);
-  for (int i = 0; i < *count; ++i) b[i] = FloatTo<Half>(Combine()(ToFloat(a[i]), ToFloat(b[i])));
+  CombineElements<Half, Combine>(static_cast<const Half*>(in), static_cast<const Half*>(inout),
+                                 static_cast<Half*>(inout), static_cast<size_t>(*count));
 }
 
 // HalfOps' order: bf16 then f16, each sum (and avg), max, min.
 constexpr MPI_User_function* kHalfFunctions[] = {
-    CombineHalves<BFloat16, Sum>, CombineHalves<BFloat16, Max>, CombineHalves<BFloat16, Min>,
-    CombineHalves<Float16, Sum>,  CombineHalves<Float16, Max>,  CombineHalves<Float16, Min>};
+    CombineHalves<BFloat16, SumOf>, CombineHalves<BFloat16, MaxOf>, CombineHalves<BFloat16, MinOf>,
+    CombineHalves<Float16, SumOf>,  CombineHalves<Float16, MaxOf>,  CombineHalves<Float16, MinOf>};
 static_assert(std::size(kHalfFunctions) == std::tuple_size_v<MpiCommunicator::HalfOps>);
 
 size_t HalfOpIndex(ReduceOp op, DType dtype) {

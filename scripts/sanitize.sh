@@ -7,7 +7,8 @@
 #         targets that scripts/fuzz.sh runs;
 #   tsan  the threaded parts under ThreadSanitizer, in build-tsan/, building only their tests: the
 #         dataset pipeline's workers, the collective queue, the executor overlapping the gradient
-#         AllReduce with the backward, and the watchdog of multi-rank jobs.
+#         AllReduce with the backward, the watchdog of multi-rank jobs, and the device
+#         collectives' stream and watch (on the MPI stand-in).
 # The runtime options and suppressions are built into the programs (tests/sanitizers/); a report
 # fails its test.
 #

@@ -16,6 +16,11 @@ using cuda::ChannelShape;
 class SyncKernel : public Kernel {
  public:
   bool communicates() const override { return true; }
+  // A step with SyncBatchNorm is not recorded; whichever collective kernel the executor asks
+  // first, the ranks' answer is a collective.
+  absl::StatusOr<bool> EveryRankRecorded(bool recorded) override {
+    return collectives_->OnEveryRank(recorded);
+  }
   size_t WorkspaceBytes() const override { return 2 * shape_.channels * sizeof(double); }
 
  protected:
