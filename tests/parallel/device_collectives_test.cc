@@ -206,9 +206,8 @@ class DeviceCollectivesTest : public ::testing::Test {
 };
 
 TEST_F(DeviceCollectivesTest, BucketsReduceOverEveryRankBehindTheStep) {
-  Start();
-  Compile({{}, {.op = "min"}, {}});
-  ASSERT_NE(executor_, nullptr);
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_NO_FATAL_FAILURE(Compile({{}, {.op = "min"}, {}}));
   for (const Executor::StepWaits& step : executor_->WaitPlan()) {
     EXPECT_TRUE(step.asynchronous) << step.node->Describe();  // the host does not wait
   }
@@ -217,14 +216,14 @@ TEST_F(DeviceCollectivesTest, BucketsReduceOverEveryRankBehindTheStep) {
 }
 
 TEST_F(DeviceCollectivesTest, ANarrowerWireDTypeReducesExactly) {
-  Start();
-  Compile({{.wire_dtype = "bf16"}, {.op = "min", .wire_dtype = "bf16"}});
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_NO_FATAL_FAILURE(Compile({{.wire_dtype = "bf16"}, {.op = "min", .wire_dtype = "bf16"}}));
   for (int run = 0; run < 2; ++run) RunAndCheck(run);
 }
 
 TEST_F(DeviceCollectivesTest, ARecordedStepIsLaunchedAgainWithEveryLaunchWatched) {
-  Start();
-  Compile({{}, {.wire_dtype = "bf16"}, {.op = "min"}});
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_NO_FATAL_FAILURE(Compile({{}, {.wire_dtype = "bf16"}, {.op = "min"}}));
   executor_->ReplayAfter(2);
   for (int run = 0; run < 200; ++run) RunAndCheck(run % 50);
   EXPECT_TRUE(executor_->replaying());
@@ -233,15 +232,15 @@ TEST_F(DeviceCollectivesTest, ARecordedStepIsLaunchedAgainWithEveryLaunchWatched
 }
 
 TEST_F(DeviceCollectivesTest, WhenOneRankCannotRecordEveryRankRunsKernelByKernel) {
-  Start();
-  Compile({{}, {}}, 1, {{"rank", int64_t{1}}, {"refuses_replay", true}});
+  ASSERT_NO_FATAL_FAILURE(Start());
+  ASSERT_NO_FATAL_FAILURE(Compile({{}, {}}, 1, {{"rank", int64_t{1}}, {"refuses_replay", true}}));
   executor_->ReplayAfter(1);
   for (int run = 0; run < 4; ++run) RunAndCheck(run);
   EXPECT_FALSE(executor_->replaying());
 }
 
 TEST_F(DeviceCollectivesTest, TheAgreementIsTheMinimumOverTheRanks) {
-  Start();
+  ASSERT_NO_FATAL_FAILURE(Start());
   absl::StatusOr<bool> all = collectives_->OnEveryRank(true);
   ASSERT_TRUE(all.ok()) << all.status();
   EXPECT_TRUE(*all);
@@ -255,8 +254,9 @@ TEST_F(DeviceCollectivesTest, TheAgreementIsTheMinimumOverTheRanks) {
 // refused before it queues anything. (Rank 1 itself finishes on the stand-in, whose abort cannot
 // take back a collective already inside MPI; on NCCL its peers' abort fails it too.)
 TEST_F(DeviceCollectivesTest, ARankStalledInTheMiddleOfAStepEndsItWithTheReport) {
-  Start(1s);
-  Compile({{}, {}, {}}, 2, {{"rank", int64_t{1}}, {"pause_ms", int64_t{2500}}});
+  ASSERT_NO_FATAL_FAILURE(Start(1s));
+  ASSERT_NO_FATAL_FAILURE(
+      Compile({{}, {}, {}}, 2, {{"rank", int64_t{1}}, {"pause_ms", int64_t{2500}}}));
   WriteInputs(0);
   const auto start = std::chrono::steady_clock::now();
   const absl::Status status = executor_->Run();
