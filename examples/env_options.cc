@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "examples/launch_env.h"
 
 namespace lockstep {
 namespace {
@@ -71,9 +73,11 @@ absl::Status ReadCommOptions(const Lookup& lookup, parallel::CommOptions* option
 
 absl::StatusOr<EnvOptions> ParseEnvOptions(const Lookup& lookup) {
   EnvOptions options;
-  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"}) {
-    if (lookup(launcher) != nullptr) options.init.mpi = true;
-  }
+  LS_ASSIGN_OR_RETURN(LaunchEnv launch, ReadLaunchEnv(lookup));
+  options.init.mpi = launch.mpi;
+  options.init.rendezvous = std::move(launch.rendezvous);
+  options.init.launcher = std::move(launch.launcher);
+  options.max_restarts = launch.max_restarts;
   LS_RETURN_IF_ERROR(ReadCommOptions(lookup, &options.init.comm));
   LS_ASSIGN_OR_RETURN(std::optional<bool> overlap, Switch(lookup, "LOCKSTEP_OVERLAP_COMM"));
   if (overlap.has_value()) options.overlap_communication = *overlap;
