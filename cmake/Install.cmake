@@ -32,7 +32,8 @@ install(TARGETS ${lockstep_libraries} EXPORT LockstepTargets
   FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockstep
   FILE_SET protos DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lockstep)
 
-set(lockstep_binaries lockstep-train lockstep-ckpt lockstep-allgather lockstep-make-sample)
+set(lockstep_binaries lockstep-train lockstep-ckpt lockstep-allgather lockstep-make-sample
+  lockstep-run)
 # The installed binaries keep finding the libraries outside the system's paths (cuDNN, NCCL).
 set_target_properties(${lockstep_binaries} PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 install(TARGETS ${lockstep_binaries})
