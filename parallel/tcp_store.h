@@ -93,7 +93,7 @@ class TcpStoreServer {
   int port() const { return port_; }
 
  private:
-  class Loop;  // tcp_store.cc
+  class Loop;  // tcp_store_server.cc
   TcpStoreServer(int port, std::unique_ptr<Loop> loop);
 
   const int port_;
