@@ -37,6 +37,8 @@ absl::Status Backend::Reorder(const Tensor& from, Layout from_layout, const Tens
   return Copy(to.raw_data(), to.device(), from.raw_data(), from.device(), to.nbytes());
 }
 
+absl::Status Backend::MakeCurrent(int) { return absl::OkStatus(); }
+
 absl::StatusOr<void*> Backend::AllocateHost(size_t bytes, int) {
   void* data = CpuAllocate(bytes);
   if (data == nullptr) {
@@ -132,6 +134,12 @@ Backend& BackendOf(Device device) {
   absl::StatusOr<Backend*> backend = FindBackend(device.type);
   LS_CHECK(backend.ok()) << "using " << device.ToString() << ": " << backend.status();
   return **backend;
+}
+
+absl::Status MakeDeviceCurrent(Device device) {
+  if (device.type == DeviceType::kCPU) return absl::OkStatus();
+  LS_ASSIGN_OR_RETURN(Backend * backend, FindBackend(device.type));
+  return backend->MakeCurrent(device.index);
 }
 
 std::string DeviceTypeName(DeviceType type) {

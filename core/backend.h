@@ -57,6 +57,16 @@ class Backend {
   // Alignment of every allocation and of every offset the memory plan hands out.
   virtual size_t alignment() const = 0;
 
+  // Makes device `index` current on the calling thread: the device the runtime's calls act on
+  // where they name none (kernel launches, the library handles kernels are built on, frees of
+  // page-locked memory, waits on events). Every thread starts with device 0 current, so a thread
+  // that reaches a device's runtime without this acts on device 0: on CUDA, rank 1 of a host
+  // would start a context on GPU 0 (memory there) and put its work on GPU 0's handles. So each
+  // thread that touches device `index` calls this first (MakeDeviceCurrent below); the
+  // components that act on a device (Executor, kernel building, InputFeed, HostBufferPool) do so
+  // for whichever thread calls them. The default has nothing to make current.
+  virtual absl::Status MakeCurrent(int index);
+
   // `bytes` on device `index`; a failure names the bytes and the device.
   virtual absl::StatusOr<void*> Allocate(size_t bytes, int index) = 0;
   virtual void Free(void* ptr, int index) = 0;
@@ -132,6 +142,9 @@ class Backend {
 // one nonzero std per channel.
 absl::Status CheckNormalizeImages(const Tensor& images, const Tensor& to,
                                   const std::vector<float>& mean, const std::vector<float>& std);
+
+// Backend::MakeCurrent of `device` for the calling thread; nothing to do on the CPU.
+absl::Status MakeDeviceCurrent(Device device);
 
 // Registers `backend` for `type`; a type has at most one backend.
 bool RegisterBackend(DeviceType type, std::unique_ptr<Backend> backend);

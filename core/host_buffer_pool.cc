@@ -9,7 +9,12 @@ absl::StatusOr<std::shared_ptr<HostBufferPool>> HostBufferPool::Create(Device de
   return std::shared_ptr<HostBufferPool>(new HostBufferPool(backend, device.index));
 }
 
+// The last tensor over the pool's memory may go on any thread, one that never touched the
+// device among them: the frees make the device current there first (cudaFreeHost acts on the
+// current device's context, and would start one on device 0).
 HostBufferPool::~HostBufferPool() {
+  if (free_.empty()) return;
+  backend_->MakeCurrent(index_).IgnoreError();  // a failing device fails its frees alike
   for (const auto& [bytes, data] : free_) backend_->FreeHost(data, index_);
 }
 
@@ -25,7 +30,11 @@ absl::StatusOr<Tensor> HostBufferPool::Take(const Shape& shape, DType dtype) {
     }
   }
   if (data == nullptr) {
-    absl::StatusOr<void*> fresh = backend_->AllocateHost(bytes, index_);
+    auto allocate = [&]() -> absl::StatusOr<void*> {
+      LS_RETURN_IF_ERROR(backend_->MakeCurrent(index_));
+      return backend_->AllocateHost(bytes, index_);
+    };
+    absl::StatusOr<void*> fresh = allocate();
     if (!fresh.ok()) {
       return Annotate(fresh.status(),
                       absl::StrCat("allocating ", bytes, " bytes of host memory for ",

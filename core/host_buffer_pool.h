@@ -3,7 +3,9 @@
 // Recycled host memory for the batches a device is fed from, from that device's backend
 // (Backend::AllocateHost: page-locked on CUDA, so that copies run on a stream while the host goes
 // on). Allocating such memory is slow and waits for the device, so a buffer goes back to the pool
-// when the last tensor over it goes, and the next request of the same size takes it again.
+// when the last tensor over it goes, and the next request of the same size takes it again. Any
+// thread may take buffers or drop the last of them: the pool makes its device current on that
+// thread before it allocates or frees (Backend::MakeCurrent).
 //
 //   std::shared_ptr<HostBufferPool> pool = HostBufferPool::Create(Device::CUDA(0));
 //   LS_ASSIGN_OR_RETURN(Tensor images, pool->Take({128, 224, 224, 3}, DType::kU8));

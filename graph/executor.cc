@@ -18,6 +18,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
         "cannot share buffers of ", share_with->device_.ToString(), " on ", device.ToString()));
   }
   LS_ASSIGN_OR_RETURN(Backend * backend, FindBackend(device.type));
+  LS_RETURN_IF_ERROR(backend->MakeCurrent(device.index));
   std::unique_ptr<Executor> executor(new Executor(std::move(graph), device, backend));
   const MemoryPlanSizes& sizes = executor->graph_->plan();
   if (sizes.alignment % backend->alignment() != 0) {
@@ -126,7 +127,10 @@ Tensor Executor::ViewOf(const Value& value) const {
   return regions_[Index(value.alloc.region)].View(value.alloc.offset, value.shape(), value.dtype());
 }
 
+// Kernels launch on, and use the library handles of, the calling thread's current device: a
+// step may run on another thread than the last one (or than the one that built the executor).
 absl::Status Executor::Run() {
+  LS_RETURN_IF_ERROR(backend_->MakeCurrent(device_.index));
   if (profiling_) return RunKernels();
   if (recording_ != nullptr) return LaunchRecording();
   if (runs_++ == record_at_) {
@@ -297,6 +301,7 @@ absl::StatusOr<Tensor> Executor::PlainView(const Value& value, absl::string_view
 absl::StatusOr<Tensor> Executor::PlainCopy(const Value& value) const {
   LS_ASSIGN_OR_RETURN(Tensor plain,
                       Tensor::Allocate(value.shape(), value.dtype(), Device::CPU(), false));
+  LS_RETURN_IF_ERROR(backend_->MakeCurrent(device_.index));
   LS_RETURN_IF_ERROR(backend_->Reorder(ViewOf(value), value.layout, plain, Layout::kPlain));
   return plain;
 }
@@ -328,6 +333,7 @@ absl::Status Executor::WriteInput(absl::string_view name, const Tensor& plain) c
         absl::StrCat("input '", name, "' is ", TypeToString(value->type), ", got ",
                      DTypeName(plain.dtype()), ShapeToString(plain.shape())));
   }
+  LS_RETURN_IF_ERROR(backend_->MakeCurrent(device_.index));
   return backend_->Reorder(plain, Layout::kPlain, ViewOf(*value), value->layout);
 }
 

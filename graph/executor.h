@@ -29,7 +29,8 @@ class Executor {
 
   // Queues one step. On the CPU it has finished on return; on CUDA it may still run on the
   // device's compute stream: reading results through Tensor::CopyFrom into host memory (or
-  // ReadOutput) waits for it.
+  // ReadOutput) waits for it. Any thread may run it, and read and write its values: each makes
+  // the device current on the calling thread first (Backend::MakeCurrent).
   absl::Status Run();
 
   // Launches the step as one piece of work from run `warmup_runs` + 1 on (a CUDA graph): that run

@@ -52,6 +52,7 @@ InputFeed::InputFeed(Device device, std::optional<ImageNormalization> normalize)
 InputFeed::~InputFeed() = default;
 
 absl::Status InputFeed::Stage(const Tensor& images, const Tensor& labels, float control) {
+  LS_RETURN_IF_ERROR(backend_.MakeCurrent(device_.index));
   if (staged_ - fed_ >= static_cast<int64_t>(slots_.size())) {
     return absl::FailedPreconditionError(
         absl::StrCat("staging ", BatchName(staged_), " while ", BatchName(fed_),
@@ -109,6 +110,7 @@ absl::Status InputFeed::PrepareSlot(Slot& slot, const Tensor& images, const Tens
 absl::StatusOr<int64_t> InputFeed::Feed(const Tensor& images, const Tensor& labels,
                                         const Tensor& control) {
   if (fed_ == staged_) return absl::FailedPreconditionError("no batch is staged to feed");
+  LS_RETURN_IF_ERROR(backend_.MakeCurrent(device_.index));
   Slot& slot = *slots_[fed_ % slots_.size()];
   const std::string name = BatchName(slot.batch);
   LS_RETURN_IF_ERROR(Wait(Op::On::kComputeStream, *slot.copied, name + " copied"));
@@ -126,6 +128,7 @@ absl::StatusOr<int64_t> InputFeed::Feed(const Tensor& images, const Tensor& labe
 }
 
 absl::Status InputFeed::AwaitCopies() {
+  LS_RETURN_IF_ERROR(backend_.MakeCurrent(device_.index));
   for (int64_t k = awaited_; k < staged_; ++k) {
     LS_RETURN_IF_ERROR(AwaitCopy(*slots_[k % slots_.size()]));
   }

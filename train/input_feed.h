@@ -16,7 +16,8 @@
 // waits inside a step for nothing. Before a data source reuses a batch's host memory, the host
 // waits for its copy (AwaitCopies), done by then in all but name. Batches come in host memory from
 // HostBatchAllocator (page-locked on CUDA, where a copy from pageable memory would make the host
-// wait). On the CPU a slot is the host batch itself and nothing is copied.
+// wait). On the CPU a slot is the host batch itself and nothing is copied. Its calls may come
+// from any thread: each makes the device current on the calling thread first.
 
 #include <array>
 #include <cstdint>

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "core/backend.h"
 #include "graph/kernel.h"
 #include "graph/passes/passes.h"
 
@@ -13,6 +14,9 @@ class LowerKernelsPass : public Pass {
   absl::string_view name() const override { return "LowerKernels"; }
 
   absl::Status Run(Graph& graph, PassContext& ctx) override {
+    // Kernels are built on the current device's library handles (cuDNN, cuBLASLt): that must be
+    // the device they will run on, whichever thread compiles.
+    LS_RETURN_IF_ERROR(MakeDeviceCurrent(ctx.device));
     size_t workspace = 0;
     for (const auto& node : graph.nodes()) {
       if (node->IsInput()) continue;

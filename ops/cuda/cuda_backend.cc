@@ -21,9 +21,12 @@ namespace {
 // 256 bytes: what cuBLASLt and cuDNN want of their operands for the fastest algorithms.
 constexpr size_t kCudaAlignment = 256;
 
+// The handles below are destroyed on whichever thread drops them last, perhaps one that never
+// made their device current: each destructor makes it current first, or the runtime would start
+// a context on device 0 to destroy them in.
 class EventTimer : public DeviceTimer {
  public:
-  EventTimer(int device, absl::StatusOr<cudaStream_t> stream) {
+  EventTimer(int device, absl::StatusOr<cudaStream_t> stream) : device_(device) {
     status_ = stream.status();
     if (stream.ok()) {
       stream_ = *stream;
@@ -31,6 +34,7 @@ class EventTimer : public DeviceTimer {
     }
   }
   ~EventTimer() override {
+    if (start_ != nullptr || stop_ != nullptr) cudaSetDevice(device_);
     if (start_ != nullptr) cudaEventDestroy(start_);
     if (stop_ != nullptr) cudaEventDestroy(stop_);
   }
@@ -60,6 +64,7 @@ class EventTimer : public DeviceTimer {
     return absl::OkStatus();
   }
 
+  int device_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   absl::Status status_;
@@ -67,9 +72,13 @@ class EventTimer : public DeviceTimer {
 
 class CudaEvent : public DeviceEvent {
  public:
+  explicit CudaEvent(int device) : device(device) {}
   ~CudaEvent() override {
-    if (event != nullptr) cudaEventDestroy(event);
+    if (event == nullptr) return;
+    cudaSetDevice(device);
+    cudaEventDestroy(event);
   }
+  const int device;
   cudaEvent_t event = nullptr;
 };
 
@@ -77,10 +86,13 @@ cudaEvent_t EventOf(DeviceEvent& event) { return static_cast<CudaEvent&>(event).
 
 class CudaGraph : public CapturedWork {
  public:
+  explicit CudaGraph(int device) : device(device) {}
   ~CudaGraph() override {
+    if (exec != nullptr || graph != nullptr) cudaSetDevice(device);
     if (exec != nullptr) cudaGraphExecDestroy(exec);
     if (graph != nullptr) cudaGraphDestroy(graph);
   }
+  const int device;
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
 };
@@ -89,6 +101,11 @@ class CudaBackend : public Backend {
  public:
   std::string name() const override { return "cuda"; }
   size_t alignment() const override { return kCudaAlignment; }
+
+  absl::Status MakeCurrent(int index) override {
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
+    return absl::OkStatus();
+  }
 
   absl::StatusOr<void*> Allocate(size_t bytes, int index) override {
     return CudaAllocate(bytes, index);
@@ -117,7 +134,12 @@ class CudaBackend : public Backend {
     CUDA_RETURN_IF_ERROR(cudaHostAlloc(&data, bytes, cudaHostAllocPortable));
     return data;
   }
-  void FreeHost(void* ptr, int) override { cudaFreeHost(ptr); }
+  // A free may come from a destructor on any thread (HostBufferPool's): it makes the device
+  // current itself rather than start a context on device 0 for cudaFreeHost.
+  void FreeHost(void* ptr, int index) override {
+    cudaSetDevice(index);
+    cudaFreeHost(ptr);
+  }
 
   absl::Status CopyAsync(void* dst, Device dst_device, const void* src, Device src_device,
                          size_t bytes, lockstep::Stream on) override {
@@ -130,7 +152,7 @@ class CudaBackend : public Backend {
 
   absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent(int index) override {
     CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
-    auto event = std::make_unique<CudaEvent>();
+    auto event = std::make_unique<CudaEvent>(index);
     CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event->event, cudaEventDisableTiming));
     return event;
   }
@@ -159,7 +181,7 @@ class CudaBackend : public Backend {
   }
   absl::StatusOr<std::unique_ptr<CapturedWork>> EndCapture(int index) override {
     LS_ASSIGN_OR_RETURN(cudaStream_t stream, Stream(index));
-    auto work = std::make_unique<CudaGraph>();
+    auto work = std::make_unique<CudaGraph>(index);
     // Ends the capture even where a call inside it failed and invalidated it; that call's error
     // is not left behind for the next launch's check.
     const cudaError_t ended = cudaStreamEndCapture(stream, &work->graph);

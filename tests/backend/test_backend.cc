@@ -3,6 +3,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/host_backend.h"
@@ -13,6 +17,20 @@ namespace {
 
 std::atomic<int64_t> allocations{0};
 std::atomic<int64_t> live{0};
+std::atomic<int64_t> host_live{0};
+
+// As on CUDA, every thread starts with device 0 current.
+thread_local int current_device = 0;
+
+struct Misuses {
+  std::mutex mutex;
+  std::vector<std::string> calls;
+};
+
+Misuses& Misused() {
+  static auto* misuses = new Misuses();
+  return *misuses;
+}
 
 struct Registered {
   Layout blocked = RegisterLayout({"test_nc4hw", [](const Shape& shape, DType dtype) {
@@ -29,14 +47,28 @@ const Registered& Layouts() {
 // Registered when the program loads, so that the name parses before any kernel asked for it.
 [[maybe_unused]] const Registered& kLoaded = Layouts();
 
+// An event knows its device, so that a wait on it can be checked against the current one.
+class TestEvent : public DeviceEvent {
+ public:
+  explicit TestEvent(int index) : index(index) {}
+  const int index;
+};
+
 // Host memory posing as a device, from an allocator of its own; kernels run on the calling
-// thread, and copies, fills and timers are the host's.
+// thread, and copies, fills and timers are the host's. Calls on a device that is not current
+// on the calling thread are refused (test_backend.h).
 class TestBackend : public HostBackend {
  public:
   std::string name() const override { return "test"; }
   size_t alignment() const override { return kTestAlignment; }
 
+  absl::Status MakeCurrent(int index) override {
+    current_device = index;
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<void*> Allocate(size_t bytes, int index) override {
+    LS_RETURN_IF_ERROR(RequireCurrent(index, "Allocate"));
     // aligned_alloc wants a multiple of the alignment, and at least one block.
     const size_t rounded = (bytes / kTestAlignment + 1) * kTestAlignment;
     void* data = std::aligned_alloc(kTestAlignment, rounded);
@@ -48,13 +80,55 @@ class TestBackend : public HostBackend {
     ++live;
     return data;
   }
+  // Unchecked, as on CUDA, where a free goes back to the caching allocator without a call.
   void Free(void* ptr, int) override {
     std::free(ptr);
     --live;
   }
 
+  absl::StatusOr<void*> AllocateHost(size_t bytes, int index) override {
+    LS_RETURN_IF_ERROR(RequireCurrent(index, "AllocateHost"));
+    LS_ASSIGN_OR_RETURN(void* data, HostBackend::AllocateHost(bytes, index));
+    ++host_live;
+    return data;
+  }
+  void FreeHost(void* ptr, int index) override {
+    RequireCurrent(index, "FreeHost").IgnoreError();  // kept for TakeMisuses
+    HostBackend::FreeHost(ptr, index);
+    --host_live;
+  }
+  absl::StatusOr<void*> ComputeStream(int index) override {
+    LS_RETURN_IF_ERROR(RequireCurrent(index, "ComputeStream"));
+    return nullptr;
+  }
+  absl::Status Copy(void* dst, Device dst_device, const void* src, Device src_device,
+                    size_t bytes) override {
+    const Device on = dst_device.type == kTestDeviceType ? dst_device : src_device;
+    LS_RETURN_IF_ERROR(RequireCurrent(on.index, "Copy"));
+    return HostBackend::Copy(dst, dst_device, src, src_device, bytes);
+  }
+  absl::Status Zero(void* dst, int index, size_t bytes) override {
+    LS_RETURN_IF_ERROR(RequireCurrent(index, "Zero"));
+    return HostBackend::Zero(dst, index, bytes);
+  }
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> CreateEvent(int index) override {
+    LS_RETURN_IF_ERROR(RequireCurrent(index, "CreateEvent"));
+    return std::make_unique<TestEvent>(index);
+  }
+  absl::Status Record(DeviceEvent&, int index, Stream) override {
+    return RequireCurrent(index, "Record");
+  }
+  absl::Status StreamWait(int index, Stream, DeviceEvent&) override {
+    return RequireCurrent(index, "StreamWait");
+  }
+  absl::Status HostWait(DeviceEvent& event) override {
+    return RequireCurrent(static_cast<TestEvent&>(event).index, "HostWait");
+  }
+
   absl::Status Reorder(const Tensor& from, Layout from_layout, const Tensor& to,
                        Layout to_layout) override {
+    const Device on = from.device().type == kTestDeviceType ? from.device() : to.device();
+    LS_RETURN_IF_ERROR(RequireCurrent(on.index, "Reorder"));
     return test_backend::Reorder(from, from_layout, to, to_layout);
   }
   std::string reorder_op() const override { return "Reorder"; }
@@ -84,7 +158,27 @@ REGISTER_KERNEL({.op = "Reorder",
 
 Layout BlockedLayout() { return Layouts().blocked; }
 
-MemoryCounts Memory() { return {allocations.load(), live.load()}; }
+MemoryCounts Memory() { return {allocations.load(), live.load(), host_live.load()}; }
+
+absl::Status RequireCurrent(int index, const std::string& call) {
+  if (index == current_device) return absl::OkStatus();
+  std::ostringstream thread;
+  thread << std::this_thread::get_id();
+  const std::string misuse =
+      absl::StrCat("test device ", index, ": ", call, " on thread ", thread.str(), " where device ",
+                   current_device, " is current (on a GPU it would act on that device): make ",
+                   index, " current first (Backend::MakeCurrent)");
+  Misuses& misuses = Misused();
+  std::lock_guard<std::mutex> lock(misuses.mutex);
+  misuses.calls.push_back(misuse);
+  return absl::FailedPreconditionError(misuse);
+}
+
+std::vector<std::string> TakeMisuses() {
+  Misuses& misuses = Misused();
+  std::lock_guard<std::mutex> lock(misuses.mutex);
+  return std::exchange(misuses.calls, {});
+}
 
 ActivationIndex::ActivationIndex(const Shape& shape, Layout layout)
     : blocked_(layout == BlockedLayout()), c_(shape[1]), h_(shape[2]), w_(shape[3]) {}

@@ -7,9 +7,18 @@
 // of its own, "test_nc4hw"; and plain loops for the ops of a LeNet training graph
 // (test_kernels.cc, test_conv_kernels.cc). Shows that a new backend is a folder and
 // registrations, with no edit to core/, graph/, ops/ or parallel/.
+//
+// Like CUDA it has a current device per thread, device 0 until the thread makes another current
+// (Backend::MakeCurrent), and, stricter than CUDA, refuses a call on device `index` (allocations,
+// host memory, copies, fills, events, its stream) and MatMul's building and running (on CUDA,
+// cuBLASLt's handle of the current device) on a thread where another device is current: where
+// a GPU's thread would have started a context on GPU 0 and acted there. Each refusal is also
+// kept for TakeMisuses, as some calls (FreeHost) cannot fail.
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/backend.h"
 #include "graph/kernel.h"
@@ -31,8 +40,15 @@ Layout BlockedLayout();
 struct MemoryCounts {
   int64_t allocations = 0;  // every Allocate that succeeded
   int64_t live = 0;         // allocations not freed yet
+  int64_t host_live = 0;    // AllocateHost's buffers not freed yet
 };
 MemoryCounts Memory();
+
+// OK where device `index` is current on the calling thread; otherwise an error naming `call`,
+// both devices and the thread, also kept for TakeMisuses.
+absl::Status RequireCurrent(int index, const std::string& call);
+// The refusals since the last call, in order, and forgets them.
+std::vector<std::string> TakeMisuses();
 
 // Where element (n, c, h, w) of an (N, C, H, W) tensor lies in plain or test_nc4hw memory.
 class ActivationIndex {

@@ -89,16 +89,25 @@ REGISTER_KERNEL({.op = "BiasAddGrad",
                  .device = kTestDeviceType,
                  .create = MakeFactory<BiasAddGradKernel>()});
 
-// y (M, N) = op(a) op(b), op() transposing where the attributes say.
+// y (M, N) = op(a) op(b), op() transposing where the attributes say. Built and run where its
+// device is current, as CUDA's is on the cuBLASLt handle of the current device.
 class MatMulKernel : public Kernel {
  public:
-  explicit MatMulKernel(const Node& node)
+  MatMulKernel(const Node& node, int device)
       : a_shape_(node.inputs[0]->shape()),
         b_shape_(node.inputs[1]->shape()),
         transpose_a_(node.attrs.GetBool("transpose_a")),
-        transpose_b_(node.attrs.GetBool("transpose_b")) {}
+        transpose_b_(node.attrs.GetBool("transpose_b")),
+        device_(device) {}
+
+  static absl::StatusOr<std::unique_ptr<Kernel>> Create(const Node& node,
+                                                        const KernelContext& ctx) {
+    LS_RETURN_IF_ERROR(RequireCurrent(ctx.device.index, "building MatMul"));
+    return std::make_unique<MatMulKernel>(node, ctx.device.index);
+  }
 
   absl::Status Run(const KernelIO& io) override {
+    LS_RETURN_IF_ERROR(RequireCurrent(device_, "MatMul"));
     const float* a = io.inputs[0].data<float>();  // (M, K), or (K, M) transposed
     const float* b = io.inputs[1].data<float>();  // (K, N), or (N, K) transposed
     float* y = io.outputs[0].data<float>();       // (M, N)
@@ -121,9 +130,10 @@ class MatMulKernel : public Kernel {
  private:
   Shape a_shape_, b_shape_;
   bool transpose_a_, transpose_b_;
+  int device_;
 };
 
-REGISTER_KERNEL({.op = "MatMul", .device = kTestDeviceType, .create = MakeFactory<MatMulKernel>()});
+REGISTER_KERNEL({.op = "MatMul", .device = kTestDeviceType, .create = MatMulKernel::Create});
 
 // The backward's seed: dloss = 1.
 class FillKernel : public Kernel {
