@@ -1,6 +1,7 @@
 # System dependencies, all from Debian (scripts/install_deps.sh installs them).
 find_package(OpenMP REQUIRED)
 find_package(MPI REQUIRED COMPONENTS CXX)
+find_package(Gloo REQUIRED)  # host collectives without MPI (target gloo)
 find_package(Protobuf REQUIRED)
 find_package(absl REQUIRED)
 find_package(dnnl REQUIRED)

@@ -10,8 +10,10 @@
 
 #include "core/logging.h"
 #include "parallel/agree.h"
+#include "parallel/gloo_communicator.h"
 #include "parallel/gpu_assignment.h"
 #include "parallel/mpi_communicator.h"
+#include "parallel/tcp_store.h"
 #include "parallel/timed_communicator.h"
 #include "parallel/watchdog.h"
 #ifdef LOCKSTEP_WITH_CUDA
@@ -29,6 +31,9 @@ class ContextBuilder {
   static Context WorldOfOne(const CommOptions& options);
   // Under mpirun: starts MPI and builds the world communicators.
   static absl::StatusOr<Context> StartMpi(int* argc, char*** argv, const CommOptions& options);
+  // Started by a launcher of the env:// contract: meets the other ranks at the store, gloo for
+  // the host.
+  static absl::StatusOr<Context> StartRendezvous(const InitOptions& options);
 
  private:
   static absl::Status Start(int* argc, char*** argv, State* state);
@@ -156,6 +161,45 @@ absl::Status ContextBuilder::Start(int* argc, char*** argv, State* state) {
   return StartDeviceWorld(state);
 }
 
+// The address of this host that the other ranks reach: loopback for a job on one host, else
+// the one this rank reaches the master from.
+std::string ReachableAddress(const Rendezvous& rendezvous, const TcpStore& store) {
+  const std::string& master = rendezvous.master_addr;
+  if (master == "localhost" || master.rfind("127.", 0) == 0) return "127.0.0.1";
+  return store.local_address();
+}
+
+absl::StatusOr<Context> ContextBuilder::StartRendezvous(const InitOptions& options) {
+  const Rendezvous& rendezvous = *options.rendezvous;
+  auto state = std::make_shared<State>();
+  state->comm_options = options.comm;
+  state->rank = rendezvous.rank;
+  state->size = rendezvous.size;
+  state->local_rank = rendezvous.local_rank;
+  state->local_size = rendezvous.local_size;
+  SetLogRank(state->rank);
+  const std::chrono::milliseconds timeout = options.comm.collective_timeout;
+  if (rendezvous.rank == 0 && !rendezvous.agent_store) {
+    LS_ASSIGN_OR_RETURN(state->store_server, TcpStoreServer::Start(rendezvous.master_port));
+  }
+  LS_ASSIGN_OR_RETURN(state->store,
+                      TcpStore::Connect(rendezvous.master_addr, rendezvous.master_port, timeout));
+  const std::string prefix =
+      absl::StrCat("lockstep/", rendezvous.run_id, "/", rendezvous.restart_count, "/");
+  LS_ASSIGN_OR_RETURN(state->host_comm, GlooCommunicator::Create(
+                                            state->rank, state->size, *state->store, prefix,
+                                            ReachableAddress(rendezvous, *state->store), timeout));
+  state->host_world = std::make_shared<TimedCommunicator>(state->host_comm, timeout);
+  if (state->rank == 0) {
+    LS_LOG(Info) << "started by " << options.launcher << ": " << state->size << " ranks, "
+                 << "master " << rendezvous.master_addr << ":" << rendezvous.master_port
+                 << ", run '" << rendezvous.run_id << "', restart " << rendezvous.restart_count
+                 << "; host collectives over gloo";
+  }
+  LS_RETURN_IF_ERROR(StartDeviceWorld(state.get()));
+  return Context(std::move(state));
+}
+
 absl::Status ContextBuilder::StartDeviceWorld([[maybe_unused]] State* state) {
 #ifdef LOCKSTEP_WITH_CUDA
   const RankGpuView mine{.rank = state->rank,
@@ -222,6 +266,12 @@ absl::StatusOr<std::shared_ptr<Communicator>> Context::World(Device device) cons
 }
 
 absl::StatusOr<Context> Init(int* argc, char*** argv, const InitOptions& options) {
+  // A rendezvous of one (srun -n 1) needs no store and no port.
+  if (options.rendezvous.has_value() && options.rendezvous->size > 1 && !options.mpi) {
+    absl::StatusOr<Context> context = ContextBuilder::StartRendezvous(options);
+    if (!context.ok()) return Annotate(context.status(), "starting the parallel context");
+    return context;
+  }
   if (!options.mpi) return ContextBuilder::WorldOfOne(options.comm);
   absl::StatusOr<Context> context = ContextBuilder::StartMpi(argc, argv, options.comm);
   if (!context.ok()) return Annotate(context.status(), "starting the parallel context");

@@ -1,12 +1,15 @@
 #pragma once
 
-// Process bootstrap. Under mpirun, Init starts MPI (MPI_Init_thread), learns the world rank and
-// size and the local rank (MPI_Comm_split_type SHARED), picks each rank's GPU (gpu_assignment.h),
-// and builds the world communicators: MPI for host memory and, in CUDA builds with a GPU, NCCL for
-// device memory (rank 0's ncclGetUniqueId travels by MPI_Bcast). Otherwise the process is a
-// world of one and MPI is not started at all. Whether mpirun started the process is the
-// caller's to say: the binaries tell it from the launcher's environment, with the other
-// settings they read there (examples/env_options.h).
+// Process bootstrap. Started by a launcher of the env:// contract (torchrun, a plain srun,
+// lockstep-run; InitOptions::rendezvous), Init meets the other ranks at the master's key-value
+// store (tcp_store.h) and builds the host communicator over gloo (gloo_communicator.h); the GPUs
+// are assigned and NCCL started over it as under MPI. Under mpirun, Init starts MPI
+// (MPI_Init_thread), learns the world rank and size and the local rank (MPI_Comm_split_type
+// SHARED), picks each rank's GPU (gpu_assignment.h), and builds the world communicators: MPI for
+// host memory and, in CUDA builds with a GPU, NCCL for device memory (rank 0's ncclGetUniqueId
+// travels by MPI_Bcast). Otherwise the process is a world of one and MPI is not started at all.
+// Whether mpirun started the process is the caller's to say: the binaries tell it from the
+// launcher's environment, with the other settings they read there (examples/env_options.h).
 //
 //   int main(int argc, char** argv) {
 //     absl::StatusOr<parallel::Context> ctx = parallel::Init(&argc, &argv, {.mpi = true});
@@ -25,6 +28,9 @@
 #include "parallel/options.h"
 
 namespace lockstep::parallel {
+
+class TcpStore;
+class TcpStoreServer;
 
 // How the ranks of a job started without MPI find each other: the env:// contract of torchrun
 // (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT,
@@ -100,6 +106,10 @@ class Context {
     bool mpi_started = false;
     bool finalize_mpi =
         false;  // set once MPI started fully; a failed start leaves it to ReportFatal
+    // Without MPI (InitOptions::rendezvous): the store the ranks met at, and on the rank that
+    // serves it (rank 0, unless the launcher's agent does), its server.
+    std::unique_ptr<TcpStoreServer> store_server;
+    std::unique_ptr<TcpStore> store;
     std::shared_ptr<Communicator> host_comm;     // MPI's (or a world of one's), untimed
     std::shared_ptr<Communicator> host_world;    // host_comm with the timeout (TimedCommunicator)
     std::shared_ptr<Communicator> device_world;  // null without a GPU

@@ -101,6 +101,19 @@ absl::StatusOr<int> ConnectOnce(const std::string& host, int port, Clock::time_p
   return last;
 }
 
+// The numeric address of the socket's own end.
+std::string LocalAddress(int fd) {
+  sockaddr_storage address{};
+  socklen_t size = sizeof(address);
+  char text[NI_MAXHOST] = {};
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0 ||
+      ::getnameinfo(reinterpret_cast<sockaddr*>(&address), size, text, sizeof(text), nullptr, 0,
+                    NI_NUMERICHOST) != 0) {
+    return "";
+  }
+  return text;
+}
+
 std::string JoinHostPort(const std::string& host, int port) {
   if (host.find(':') != std::string::npos) return absl::StrCat("[", host, "]:", port);
   return absl::StrCat(host, ":", port);
@@ -109,7 +122,7 @@ std::string JoinHostPort(const std::string& host, int port) {
 }  // namespace
 
 TcpStore::TcpStore(int fd, std::string address, milliseconds timeout)
-    : fd_(fd), address_(std::move(address)), timeout_(timeout) {}
+    : fd_(fd), address_(std::move(address)), local_address_(LocalAddress(fd)), timeout_(timeout) {}
 
 TcpStore::~TcpStore() {
   if (fd_ >= 0) ::close(fd_);

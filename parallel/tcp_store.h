@@ -54,6 +54,9 @@ class TcpStore {
   absl::StatusOr<bool> DeleteKey(const std::string& key);
 
   const std::string& address() const { return address_; }  // "host:port"
+  // This end of the connection's address ("10.0.0.7"): the address of this host on the route
+  // to the store, which the other ranks reach it at too.
+  const std::string& local_address() const { return local_address_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
  private:
@@ -74,6 +77,7 @@ class TcpStore {
   std::mutex mutex_;
   int fd_;
   const std::string address_;
+  const std::string local_address_;
   const std::chrono::milliseconds timeout_;
   absl::Status broken_;  // why the connection was closed; OK while open
 };

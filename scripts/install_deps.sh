@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libopenmpi-dev openmpi-bin
+  libgloo-dev  # host collectives of jobs started without MPI (torchrun, lockstep-run)
   libprotobuf-dev protobuf-compiler
   libdnnl-dev ocl-icd-opencl-dev libabsl-dev  # oneDNN's CMake config requires OpenCL
   libturbojpeg0-dev libjpeg-dev libpng-dev zlib1g-dev

@@ -1,5 +1,6 @@
-// The MPI communicator under mpirun -n 2 and -n 4: every collective and reduce op on rank-dependent
-// values, checked exactly; chunked large-count paths; errors that every rank reports alike.
+// The host communicator under mpirun -n 2 and -n 4 (MPI) and lockstep-run -n 2 and -n 4 (gloo):
+// every collective and reduce op on rank-dependent values, checked exactly; MPI's chunked
+// large-count paths; errors that every rank reports alike.
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 
 #include "core/logging.h"
 #include "parallel/collective_queue.h"
+#include "parallel/gloo_communicator.h"
 #include "parallel/mpi_communicator.h"
 #include "parallel/timed_communicator.h"
 #include "tests/parallel/mpi_test_main.h"
@@ -114,19 +116,24 @@ TYPED_TEST(CommunicatorTypedTest, BroadcastFromLastRank) {
   for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(tensor.data<T>()[i], ValueOf<T>(root, i));
 }
 
-TEST(CommunicatorTest, WorldMatchesMpirun) {
+// The world is the launcher's: mpirun's MPI, or the env:// contract of lockstep-run over gloo.
+TEST(CommunicatorTest, WorldMatchesTheLauncher) {
   const Context& ctx = TestContext();
-  EXPECT_TRUE(ctx.launched_by_mpi());
-  EXPECT_EQ(ctx.size(), std::atoi(std::getenv("OMPI_COMM_WORLD_SIZE")));
-  EXPECT_EQ(ctx.rank(), std::atoi(std::getenv("OMPI_COMM_WORLD_RANK")));
+  const bool mpi = ctx.launched_by_mpi();
+  EXPECT_EQ(ctx.size(), std::atoi(std::getenv(mpi ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE")));
+  EXPECT_EQ(ctx.rank(), std::atoi(std::getenv(mpi ? "OMPI_COMM_WORLD_RANK" : "RANK")));
   EXPECT_EQ(ctx.local_size(), ctx.size());  // one host
   EXPECT_EQ(ctx.local_rank(), ctx.rank());
   EXPECT_EQ(LogRank(), ctx.rank());
-  EXPECT_STREQ(World().backend(), "mpi");
+  EXPECT_STREQ(World().backend(), mpi ? "mpi" : "gloo");
   absl::StatusOr<std::shared_ptr<Communicator>> cpu_world = ctx.World(Device::CPU());
   ASSERT_TRUE(cpu_world.ok());
-  EXPECT_NE(dynamic_cast<MpiCommunicator*>(cpu_world->get()), nullptr);
-  // The host world outside the graph is the same MPI world, each collective under the timeout.
+  if (mpi) {
+    EXPECT_NE(dynamic_cast<MpiCommunicator*>(cpu_world->get()), nullptr);
+  } else {
+    EXPECT_NE(dynamic_cast<GlooCommunicator*>(cpu_world->get()), nullptr);
+  }
+  // The host world outside the graph is the same world, each collective under the timeout.
   EXPECT_NE(dynamic_cast<TimedCommunicator*>(ctx.HostWorld().get()), nullptr);
 }
 
@@ -148,6 +155,7 @@ TEST(CommunicatorTest, BarrierSucceeds) { EXPECT_TRUE(World().Barrier().ok()); }
 // Counts above the chunk limit take the chunked paths; a limit of 1000 elements reaches them
 // with small tensors (2500 = two full chunks and a partial one).
 TEST(CommunicatorTest, ChunkedCollectives) {
+  LOCKSTEP_SKIP_UNLESS_MPI();
   absl::StatusOr<std::shared_ptr<MpiCommunicator>> created =
       MpiCommunicator::Create(MPI_COMM_WORLD, /*max_count=*/1000);
   ASSERT_TRUE(created.ok()) << created.status();
@@ -186,6 +194,7 @@ TEST(CommunicatorTest, ChunkedCollectives) {
 // segment_bytes): 2500 doubles in segments of 1000 (two full and a partial one), of one element
 // (a segment smaller than an element), and capped by a max_count below the segment.
 TEST(CommunicatorTest, SegmentedAllReduce) {
+  LOCKSTEP_SKIP_UNLESS_MPI();
   constexpr int64_t kCount = 2500;
   for (auto [max_count, segment_bytes] :
        {std::pair<int64_t, size_t>{MpiCommunicator::kMaxCount, 8000},
@@ -240,7 +249,8 @@ TEST(CommunicatorTest, BadCallsFailAlikeOnEveryRank) {
   float on_host = 0;
   status =
       world.AllReduce(Tensor::Wrap(&on_host, {1}, DType::kF32, Device::CUDA(0)), ReduceOp::kSum);
-  EXPECT_TRUE(Mentions(status, "tensor is on cuda:0 but the mpi communicator moves cpu memory"))
+  EXPECT_TRUE(Mentions(status, absl::StrCat("tensor is on cuda:0 but the ", world.backend(),
+                                            " communicator moves cpu memory")))
       << status;
 
   Tensor one = Tensor::Empty({1}, DType::kI32);
@@ -250,6 +260,7 @@ TEST(CommunicatorTest, BadCallsFailAlikeOnEveryRank) {
 }
 
 TEST(CommunicatorTest, MpiErrorsBecomeStatus) {
+  LOCKSTEP_SKIP_UNLESS_MPI();
   auto* comm = dynamic_cast<MpiCommunicator*>(TestContext().World(Device::CPU())->get());
   ASSERT_NE(comm, nullptr);
   int value = 0;

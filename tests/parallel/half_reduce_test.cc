@@ -116,6 +116,7 @@ TYPED_TEST(HalfReduceTest, AllReduceEveryOp) {
 // In segments of 1000 bytes (500 elements: two full and a partial one), and in chunks of at
 // most 700 elements under segments of 8000 bytes.
 TYPED_TEST(HalfReduceTest, SegmentedAllReduce) {
+  LOCKSTEP_SKIP_UNLESS_MPI();
   using Half = TypeParam;
   for (auto [max_count, segment_bytes] :
        {std::pair<int64_t, size_t>{MpiCommunicator::kMaxCount, 1000}, {700, 8000}}) {
