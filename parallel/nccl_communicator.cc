@@ -51,11 +51,16 @@ ncclRedOp_t NcclOp(ReduceOp op) {
   return ncclSum;
 }
 
+// Destroyed by whichever thread drops its kernel: the event's device is made current first.
 class CudaDone : public DeviceCollectives::Done {
  public:
+  explicit CudaDone(int device) : device(device) {}
   ~CudaDone() override {
-    if (event != nullptr) cudaEventDestroy(event);
+    if (event == nullptr) return;
+    cudaSetDevice(device);
+    cudaEventDestroy(event);
   }
+  int device;
   cudaEvent_t event = nullptr;
 };
 
@@ -237,6 +242,7 @@ absl::StatusOr<DeviceCollectives*> NcclCommunicator::Urgent() {
 // the timeout, until every peer has finished with this rank. A peer that never does (dead at
 // exit) costs the timeout and an abort, never a hang.
 NcclCommunicator::~NcclCommunicator() {
+  cudaSetDevice(device_.index);  // whichever thread drops the last reference
   urgent_.reset();
   const absl::Status finalized = Finalize();
   watch_.reset();  // no poll of comm_ from here on
@@ -312,7 +318,7 @@ absl::StatusOr<int64_t> NcclCommunicator::Watch(std::string label) {
 
 absl::StatusOr<std::unique_ptr<DeviceCollectives::Done>> NcclCommunicator::MakeDone() {
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_.index));
-  auto done = std::make_unique<CudaDone>();
+  auto done = std::make_unique<CudaDone>(device_.index);
   CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&done->event, cudaEventDisableTiming));
   return done;
 }

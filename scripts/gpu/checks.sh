@@ -43,6 +43,8 @@ step() {  # step NAME COMMAND...: runs it, logs it, remembers a failure
 tests() {
   step ops_cuda ops_cuda_test  # the kernels against the CPU's, and the caching allocator
   step train_cuda train_cuda_test
+  # A model on the last GPU from threads that never set the device: GPU 0 stays untouched.
+  step train_cuda_threads train_cuda_threads_test
   step sync_bn_cuda data_parallel_test --gtest_filter='*Cuda*'
 }
 
