@@ -10,10 +10,9 @@
 
 #include "core/logging.h"
 #include "parallel/agree.h"
-#include "parallel/gloo_communicator.h"
 #include "parallel/gpu_assignment.h"
 #include "parallel/mpi_communicator.h"
-#include "parallel/tcp_store.h"
+#include "parallel/rendezvous.h"
 #include "parallel/timed_communicator.h"
 #include "parallel/watchdog.h"
 #ifdef LOCKSTEP_WITH_CUDA
@@ -161,14 +160,6 @@ absl::Status ContextBuilder::Start(int* argc, char*** argv, State* state) {
   return StartDeviceWorld(state);
 }
 
-// The address of this host that the other ranks reach: loopback for a job on one host, else
-// the one this rank reaches the master from.
-std::string ReachableAddress(const Rendezvous& rendezvous, const TcpStore& store) {
-  const std::string& master = rendezvous.master_addr;
-  if (master == "localhost" || master.rfind("127.", 0) == 0) return "127.0.0.1";
-  return store.local_address();
-}
-
 absl::StatusOr<Context> ContextBuilder::StartRendezvous(const InitOptions& options) {
   const Rendezvous& rendezvous = *options.rendezvous;
   auto state = std::make_shared<State>();
@@ -179,16 +170,10 @@ absl::StatusOr<Context> ContextBuilder::StartRendezvous(const InitOptions& optio
   state->local_size = rendezvous.local_size;
   SetLogRank(state->rank);
   const std::chrono::milliseconds timeout = options.comm.collective_timeout;
-  if (rendezvous.rank == 0 && !rendezvous.agent_store) {
-    LS_ASSIGN_OR_RETURN(state->store_server, TcpStoreServer::Start(rendezvous.master_port));
-  }
-  LS_ASSIGN_OR_RETURN(state->store,
-                      TcpStore::Connect(rendezvous.master_addr, rendezvous.master_port, timeout));
-  const std::string prefix =
-      absl::StrCat("lockstep/", rendezvous.run_id, "/", rendezvous.restart_count, "/");
-  LS_ASSIGN_OR_RETURN(state->host_comm, GlooCommunicator::Create(
-                                            state->rank, state->size, *state->store, prefix,
-                                            ReachableAddress(rendezvous, *state->store), timeout));
+  LS_ASSIGN_OR_RETURN(Meeting meeting, MeetTheOtherRanks(rendezvous, timeout));
+  state->store_server = std::move(meeting.server);
+  state->store = std::move(meeting.store);
+  state->host_comm = std::move(meeting.host);
   state->host_world = std::make_shared<TimedCommunicator>(state->host_comm, timeout);
   if (state->rank == 0) {
     LS_LOG(Info) << "started by " << options.launcher << ": " << state->size << " ranks, "
