@@ -84,8 +84,8 @@ bool NcclSharesGpus() {
 }  // namespace
 
 Context::State::~State() {
-  if (!mpi_started) return;
   StopWatchdog();
+  if (!mpi_started) return;
   // The communicators free their MPI and NCCL resources, which must go before MPI_Finalize.
   device_world.reset();
   host_world.reset();
@@ -174,6 +174,8 @@ absl::StatusOr<Context> ContextBuilder::StartRendezvous(const InitOptions& optio
   state->store_server = std::move(meeting.server);
   state->store = std::move(meeting.store);
   state->host_comm = std::move(meeting.host);
+  LS_RETURN_IF_ERROR(StartStoreWatchdog(rendezvous.master_addr, rendezvous.master_port,
+                                        meeting.prefix, state->rank, state->size, timeout));
   state->host_world = std::make_shared<TimedCommunicator>(state->host_comm, timeout);
   if (state->rank == 0) {
     LS_LOG(Info) << "started by " << options.launcher << ": " << state->size << " ranks, "

@@ -78,8 +78,8 @@ absl::StatusOr<Meeting> MeetTheOtherRanks(const Rendezvous& rendezvous,
   }
   LS_ASSIGN_OR_RETURN(meeting.store,
                       TcpStore::Connect(rendezvous.master_addr, rendezvous.master_port, timeout));
-  const std::string prefix =
-      absl::StrCat("lockstep/", rendezvous.run_id, "/", rendezvous.restart_count, "/");
+  meeting.prefix = absl::StrCat("lockstep/", rendezvous.run_id, "/", rendezvous.restart_count, "/");
+  const std::string& prefix = meeting.prefix;
   const absl::Status arrived = Arrive(rendezvous, *meeting.store, prefix, timeout);
   if (!arrived.ok()) {
     // The other ranks find out the same from the store: it stays up a moment for them to read.

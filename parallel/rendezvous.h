@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "parallel/communicator.h"
 #include "parallel/context.h"
@@ -21,6 +22,7 @@ struct Meeting {
   std::unique_ptr<TcpStoreServer> server;  // on the rank that serves the store
   std::unique_ptr<TcpStore> store;
   std::shared_ptr<Communicator> host;  // gloo, untimed
+  std::string prefix;                  // the job's keys in the store: lockstep/<run>/<restart>/
 };
 
 // Waits at most `timeout` for each stage (the store, every rank's arrival, gloo's connections).

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "core/whereabouts.h"
 #include "parallel/mpi_communicator.h"
+#include "parallel/tcp_store.h"
 
 namespace lockstep::parallel {
 namespace {
@@ -53,17 +54,34 @@ std::string DescribeRank(int rank, const whereabouts::Snapshot& now, int64_t wai
   return line;
 }
 
-// Answers "where are you" from any rank until stopped.
+// Answers "where are you" from any rank until stopped, and asks every rank when a collective
+// of this rank timed out. Subclasses carry the question and the answers.
 class Watchdog {
  public:
-  explicit Watchdog(MPI_Comm comm) : comm_(comm), thread_([this] { Answer(); }) {}
-  ~Watchdog() {
+  Watchdog(int rank, int size) : rank_(rank), size_(size) {}
+  virtual ~Watchdog() = default;
+
+  std::string Survey(int64_t waited) const;
+
+ protected:
+  // Every rank's answer, in rank order, within kAnswerWithin; nullopt for a silent rank. This
+  // rank's own entry is filled by Survey.
+  virtual std::vector<std::optional<whereabouts::Snapshot>> Gather() const = 0;
+
+  const int rank_;
+  const int size_;
+};
+
+// Over MPI, on a communicator of its own: point-to-point questions and answers.
+class MpiWatchdog : public Watchdog {
+ public:
+  MpiWatchdog(MPI_Comm comm, int rank, int size)
+      : Watchdog(rank, size), comm_(comm), thread_([this] { Answer(); }) {}
+  ~MpiWatchdog() override {
     stopping_ = true;
     thread_.join();
     MPI_Comm_free(&comm_);
   }
-
-  std::string Survey(int64_t waited) const;
 
  private:
   void Answer() {
@@ -82,26 +100,64 @@ class Watchdog {
                kAnswerTag, comm_);
     }
   }
+  std::vector<std::optional<whereabouts::Snapshot>> Gather() const override;
 
   MPI_Comm comm_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 
-std::string Watchdog::Survey(int64_t waited) const {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(comm_, &rank);
-  MPI_Comm_size(comm_, &size);
-  std::vector<std::optional<whereabouts::Snapshot>> answers(size);
-  answers[rank] = whereabouts::Now();
+// Over the rendezvous store of a job started without MPI: a survey is a numbered key every
+// rank's watchdog waits for, each answer a key of its own. Two connections: the answering
+// thread's waits hold one.
+class StoreWatchdog : public Watchdog {
+ public:
+  StoreWatchdog(std::unique_ptr<TcpStore> answering, std::unique_ptr<TcpStore> asking,
+                std::string prefix, int rank, int size)
+      : Watchdog(rank, size),
+        answering_(std::move(answering)),
+        asking_(std::move(asking)),
+        prefix_(std::move(prefix)),
+        thread_([this] { Answer(); }) {}
+  ~StoreWatchdog() override {
+    stopping_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::string SurveyKey(int64_t survey) const { return absl::StrCat(prefix_, "survey/", survey); }
+  std::string AnswerKey(int64_t survey, int rank) const {
+    return absl::StrCat(prefix_, "survey/", survey, "/", rank);
+  }
+
+  void Answer() {
+    for (int64_t survey = 1; !stopping_;) {
+      const absl::Status asked = answering_->Wait({SurveyKey(survey)}, kPollEvery * 25);
+      if (absl::IsDeadlineExceeded(asked)) continue;
+      if (!asked.ok()) return;  // the store is gone: the job is ending
+      if (!answering_->Set(AnswerKey(survey, rank_), Encode(whereabouts::Now())).ok()) return;
+      ++survey;
+    }
+  }
+  std::vector<std::optional<whereabouts::Snapshot>> Gather() const override;
+
+  std::unique_ptr<TcpStore> answering_;
+  std::unique_ptr<TcpStore> asking_;
+  const std::string prefix_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+std::vector<std::optional<whereabouts::Snapshot>> MpiWatchdog::Gather() const {
+  std::vector<std::optional<whereabouts::Snapshot>> answers(size_);
   const char query = 0;
-  for (int other = 0; other < size; ++other) {
-    if (other == rank) continue;
+  for (int other = 0; other < size_; ++other) {
+    if (other == rank_) continue;
     MPI_Request request;
     MPI_Isend(&query, 1, MPI_BYTE, other, kQueryTag, comm_, &request);
     MPI_Request_free(&request);  // a byte goes out eagerly; a dead rank's is never received
   }
-  int pending = size - 1;
+  int pending = size_ - 1;
   const auto deadline = std::chrono::steady_clock::now() + kAnswerWithin;
   while (pending > 0 && std::chrono::steady_clock::now() < deadline) {
     int ready = 0;
@@ -118,9 +174,33 @@ std::string Watchdog::Survey(int64_t waited) const {
     if (!answers[status.MPI_SOURCE].has_value()) --pending;
     answers[status.MPI_SOURCE] = Decode(text);
   }
+  return answers;
+}
+
+// Surveys are numbered by a counter in the store, so two ranks that time out together ask
+// one after the other; every watchdog answers them in order.
+std::vector<std::optional<whereabouts::Snapshot>> StoreWatchdog::Gather() const {
+  std::vector<std::optional<whereabouts::Snapshot>> answers(size_);
+  absl::StatusOr<int64_t> survey = asking_->Add(prefix_ + "surveys", 1);
+  if (!survey.ok() || !asking_->Set(SurveyKey(*survey), "").ok()) return answers;
+  std::vector<std::string> keys;
+  for (int other = 0; other < size_; ++other) keys.push_back(AnswerKey(*survey, other));
+  asking_->Wait(keys, kAnswerWithin).IgnoreError();  // the silent ranks stay nullopt
+  for (int other = 0; other < size_; ++other) {
+    absl::StatusOr<bool> answered = asking_->Check({keys[other]});
+    if (!answered.ok() || !*answered) continue;
+    absl::StatusOr<std::string> text = asking_->Get(keys[other]);
+    if (text.ok()) answers[other] = Decode(*text);
+  }
+  return answers;
+}
+
+std::string Watchdog::Survey(int64_t waited) const {
+  std::vector<std::optional<whereabouts::Snapshot>> answers = Gather();
+  answers[rank_] = whereabouts::Now();
   std::vector<std::string> lines = {"; where each rank is:"};
   std::vector<int> missing;
-  for (int other = 0; other < size; ++other) {
+  for (int other = 0; other < size_; ++other) {
     if (!answers[other].has_value()) {
       lines.push_back(absl::StrCat("  rank ", other, ": unresponsive (no answer within ",
                                    kAnswerWithin.count(), " s)"));
@@ -147,8 +227,21 @@ absl::Status StartWatchdog() {
   if (size < 2 || thread_level < MPI_THREAD_MULTIPLE) return absl::OkStatus();
   MPI_Comm comm;
   MPI_RETURN_IF_ERROR(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
   whereabouts::Enable();
-  g_watchdog.store(new Watchdog(comm));
+  g_watchdog.store(new MpiWatchdog(comm, rank, size));
+  return absl::OkStatus();
+}
+
+absl::Status StartStoreWatchdog(const std::string& host, int port, const std::string& prefix,
+                                int rank, int size, std::chrono::milliseconds timeout) {
+  if (size < 2) return absl::OkStatus();
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<TcpStore> answering, TcpStore::Connect(host, port, timeout));
+  LS_ASSIGN_OR_RETURN(std::unique_ptr<TcpStore> asking, TcpStore::Connect(host, port, timeout));
+  whereabouts::Enable();
+  g_watchdog.store(
+      new StoreWatchdog(std::move(answering), std::move(asking), prefix + "watchdog/", rank, size));
   return absl::OkStatus();
 }
 
