@@ -54,8 +54,9 @@ constexpr char kFooter[] =
     "lockstep-run exits with its status (128 + the signal); 127 when PROGRAM is not found, 126\n"
     "when it cannot be executed, 2 for a usage error.\n"
     "--max-restarts starts this host's group again, with TORCHELASTIC_RESTART_COUNT one more and\n"
-    "the arguments unchanged (lockstep-train then resumes from the newest complete step of its\n"
-    "--ckpt-dir). It restarts this host's group only: the ranks of other hosts fail through\n"
+    "the arguments unchanged: give lockstep-train --resume DIR with its --ckpt-dir DIR, which\n"
+    "starts fresh when DIR holds nothing and resumes from its newest complete step after a\n"
+    "restart. It restarts this host's group only: the ranks of other hosts fail through\n"
     "their collective timeout and restart under their own lockstep-run.";
 
 void Say(absl::string_view line) { std::cerr << "lockstep-run: " << line << std::endl; }

@@ -56,6 +56,11 @@ std::vector<std::pair<std::string, std::string>> ContractVariables(const RunPlan
 
 // Variables a rank must not inherit from lockstep-run's own environment: the agent store of a
 // torchrun agent above it does not serve these ranks.
-inline constexpr const char* kUnsetVariables[] = {"TORCHELASTIC_USE_AGENT_STORE"};
+inline constexpr const char* kUnsetVariables[] = {
+    "TORCHELASTIC_USE_AGENT_STORE",
+    // An MPI launcher's rank variables, inherited when lockstep-run itself runs under mpirun or
+    // srun --mpi: the ranks would take them for MPI's, which launch_env.h puts first.
+    "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
 
 }  // namespace lockstep::run
