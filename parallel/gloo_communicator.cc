@@ -47,22 +47,24 @@ class StoreForGloo : public gloo::rendezvous::Store {
 
 using ReduceFn = gloo::AllreduceOptions::Func;
 
+template <typename T, typename Combine>
+ReduceFn CombineWith() {
+  return [](void* out, const void* a, const void* b, size_t n) {
+    CombineElements<T, Combine>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                static_cast<T*>(out), n);
+  };
+}
+
 template <typename T>
 ReduceFn Combining(ReduceOp op) {
-  auto as = [](auto combine) -> ReduceFn {
-    return [combine](void* out, const void* a, const void* b, size_t n) {
-      CombineElements<T, decltype(combine)>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                            static_cast<T*>(out), n);
-    };
-  };
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAvg:
-      return as(SumOf());
+      return CombineWith<T, SumOf>();
     case ReduceOp::kMax:
-      return as(MaxOf());
+      return CombineWith<T, MaxOf>();
     case ReduceOp::kMin:
-      return as(MinOf());
+      return CombineWith<T, MinOf>();
   }
   LS_CHECK(false) << "unhandled reduce op " << static_cast<int>(op);
   return nullptr;
