@@ -11,8 +11,9 @@ namespace lockstep {
 namespace {
 
 // Written before any signal can come: the handler may only call async-signal-safe functions.
-std::string sigterm_line;
-std::string sigint_line;
+// Never destroyed: a signal may arrive while the process exits, after static destructors ran.
+std::string& sigterm_line = *new std::string;
+std::string& sigint_line = *new std::string;
 
 std::string LineFor(std::string_view signal_name, std::string_view ckpt_dir) {
   std::string line = LogPrefix() + "stopped by " + std::string(signal_name);
