@@ -27,6 +27,9 @@ using Clock = std::chrono::steady_clock;
 // How long ranks told to end (SIGTERM, or the signal lockstep-run received) have before SIGKILL:
 // enough to print why and exit, as a checkpoint cut short is abandoned whole anyway.
 constexpr std::chrono::seconds kGrace{5};
+// How long the other ranks have to end by themselves after the first fails, before they are told
+// to: after an error every rank agrees on, all exit together, and a SIGTERM would cut one short.
+constexpr std::chrono::seconds kSettle{2};
 constexpr size_t kReadSize = 64 * 1024;
 constexpr int kStderr = 1;  // the index of a rank's stderr in its fds and relays
 
@@ -55,6 +58,7 @@ class Group {
       Poll();
       HandleSignals();
       Reap();
+      if (settle_ && !deadline_ && Clock::now() >= *settle_) EndLive(SIGTERM);
       if (deadline_ && !killed_ && Clock::now() >= *deadline_) KillLive();
     }
     for (Rank& rank : ranks_) CloseOutput(rank);
@@ -93,8 +97,9 @@ class Group {
     }
     // SIGCHLD wakes the poll; the bound only guards against a wake-up lost all the same.
     int timeout_ms = 1000;
-    if (deadline_ && !killed_) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline_ - Clock::now());
+    const std::optional<Clock::time_point> next = deadline_ ? deadline_ : settle_;
+    if (next && !killed_) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now());
       timeout_ms = std::clamp(static_cast<int>(left.count()), 0, timeout_ms);
     }
     if (poll(polled.data(), polled.size(), timeout_ms) <= 0) return;
@@ -149,10 +154,9 @@ class Group {
     }
   }
 
-  // Reaps every rank that ended; the first that failed ends the others, once all that ended
-  // together are reaped (so that none of them is named as ended by lockstep-run).
+  // Reaps every rank that ended. The first that failed is named, unless one failing in the
+  // settling time after it says why and it did not; the ranks still live then are ended.
   void Reap() {
-    bool failed_now = false;
     for (Rank& rank : ranks_) {
       int status = 0;
       if (rank.pid < 0 || waitpid(rank.pid, &status, WNOHANG) != rank.pid) continue;
@@ -162,25 +166,31 @@ class Group {
       rank.pid = -1;
       --live_;
       const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-      if (failed && outcome_.kind == GroupOutcome::Kind::kSucceeded && !deadline_) {
-        RecordFailure(rank, status);
-        failed_now = true;
-      }
+      if (!failed || deadline_) continue;
+      const bool first = outcome_.kind == GroupOutcome::Kind::kSucceeded;
+      // Ranks ending alike failed alike (an error every rank agreed on, which rank 0 prints):
+      // the one that says why is named. A rank ending otherwise failed because the first did.
+      const bool says_why_alike = outcome_.message.empty() &&
+                                  !rank.relays[kStderr].last_line().empty() &&
+                                  ExitCode(status) == outcome_.exit_code;
+      if (first || says_why_alike) RecordFailure(rank, status);
+      if (first) settle_ = Clock::now() + kSettle;
     }
-    if (failed_now) EndLive(SIGTERM);
+  }
+
+  // The shell's convention: the exit status, or 128 + the signal.
+  static int ExitCode(int status) {
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
   void RecordFailure(const Rank& rank, int status) {
     outcome_.kind = GroupOutcome::Kind::kRankFailed;
     outcome_.rank = rank.rank;
     outcome_.message = rank.relays[kStderr].last_line();
-    if (WIFEXITED(status)) {
-      outcome_.exit_code = WEXITSTATUS(status);
-      outcome_.what = absl::StrCat("exited with status ", outcome_.exit_code);
-    } else {
-      outcome_.exit_code = 128 + WTERMSIG(status);
-      outcome_.what = absl::StrCat("was killed by ", SignalName(WTERMSIG(status)));
-    }
+    outcome_.exit_code = ExitCode(status);
+    outcome_.what = WIFEXITED(status)
+                        ? absl::StrCat("exited with status ", outcome_.exit_code)
+                        : absl::StrCat("was killed by ", SignalName(WTERMSIG(status)));
   }
 
   // Sends `signal_number` to every live rank's process group, names them as ended, and starts
@@ -204,6 +214,7 @@ class Group {
   int signal_fd_;
   std::vector<Rank> ranks_;
   int live_ = 0;
+  std::optional<Clock::time_point> settle_;    // set once a rank failed
   std::optional<Clock::time_point> deadline_;  // set once the ranks are being ended
   bool killed_ = false;                        // SIGKILL sent: nothing left to wait for
   GroupOutcome outcome_;
