@@ -93,6 +93,12 @@ absl::Status CheckpointManager::BeginRun() {
   return absl::OkStatus();
 }
 
+// Its own files, and those of ranks a smaller world no longer has (a step saved before the job
+// went on with fewer ranks): rank r takes ranks r + k * world size, where it sees them.
+bool CheckpointManager::Removes(int saved_by) const {
+  return saved_by == rank_ || (saved_by >= world_size_ && saved_by % world_size_ == rank_);
+}
+
 absl::Status CheckpointManager::Prune() {
   if (config_.keep_checkpoint_max <= 0) return absl::OkStatus();
   std::vector<std::string> unreadable;  // never pruned: nothing says what they hold
@@ -111,7 +117,7 @@ absl::Status CheckpointManager::Prune() {
     LS_RETURN_IF_ERROR(RemoveFile(JoinPath(
         config_.directory, ManifestFileName(prefix_, oldest.epoch(), oldest.step_in_epoch()))));
     for (const proto::RankFile& file : oldest.files()) {
-      if (file.rank() == rank_) {
+      if (Removes(file.rank())) {
         LS_RETURN_IF_ERROR(RemoveFile(JoinPath(config_.directory, file.file())));
       }
     }
@@ -216,8 +222,9 @@ absl::Status CheckpointManager::Validate(const proto::Manifest& step) const {
 absl::Status CheckpointManager::Resume(const proto::Manifest& step, RankState* state) const {
   if (step.world_size() != world_size_ && rank_ == 0) {
     LS_LOG(Warning) << "resuming step " << step.global_step() << " saved by " << step.world_size()
-                    << " ranks with " << world_size_
-                    << ": the parameters are replicated, but the data order changes";
+                    << " ranks with " << world_size_ << ": the global batch is kept, each rank now "
+                    << "takes 1/" << world_size_ << " of it (was 1/" << step.world_size()
+                    << "); the parameters are replicated, but the data order changes";
   }
   LS_ASSIGN_OR_RETURN(proto::RankFile file, FileForRank(step, rank_));
   LS_RETURN_IF_ERROR(LoadRankState(JoinPath(config_.directory, file.file()), state));

@@ -69,8 +69,9 @@ class CheckpointManager {
   absl::Status BeginRun();
   // On saving ranks, once the step every rank saved is committed: deletes this run's oldest
   // steps beyond keep_checkpoint_max, as their manifests name them: the manifest first, then
-  // this rank's file. Not before the commit: with keep_checkpoint_max 1 a rank dying between its
-  // save and the commit would leave no complete step.
+  // this rank's file (and those of ranks a smaller world no longer has). Not before the commit:
+  // with keep_checkpoint_max 1 a rank dying between its save and the commit would leave no complete
+  // step.
   absl::Status Prune();
   // Rank 0, once every saving rank's Save returned (`files[i]` is rank i's, as that rank
   // reported it: rank 0 may not see the file): writes the manifest that makes the step complete
@@ -99,6 +100,8 @@ class CheckpointManager {
   const CheckpointConfig& config() const { return config_; }
 
  private:
+  // Whether this rank removes the files rank `saved_by` saved (Prune).
+  bool Removes(int saved_by) const;
   absl::Status CheckNoOtherModelOnly() const;
 
   CheckpointConfig config_;

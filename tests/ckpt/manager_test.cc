@@ -310,6 +310,22 @@ TEST(CkptManagerTest, AResumedRunPrunesTheStepsItsEarlierJobsSaved) {
                                       "resnet50_1-1_20.ckpt", "resnet50_1-1_30.ckpt"}));
 }
 
+// A job that went on with fewer ranks (an elastic restart) prunes the files of the ranks it no
+// longer has, too: rank r those of ranks r + k * world size.
+TEST(CkptManagerTest, AResumedRunWithFewerRanksPrunesTheFilesOfTheRanksItLost) {
+  TempDir dir;
+  SimulatedRanks first_job(dir.path(), 4, /*all_ranks=*/true, /*keep=*/2);
+  first_job.SaveStep(1, 10);
+  first_job.SaveStep(1, 20);
+  SimulatedRanks second_job(dir.path(), 2, /*all_ranks=*/true, /*keep=*/2);
+  second_job.SaveStep(1, 30);
+  second_job.SaveStep(1, 40);
+  EXPECT_EQ(*ListFiles(dir.path()),
+            (std::vector<std::string>{"resnet50-1_30.manifest", "resnet50-1_40.manifest",
+                                      "resnet50_0-1_30.ckpt", "resnet50_0-1_40.ckpt",
+                                      "resnet50_1-1_30.ckpt", "resnet50_1-1_40.ckpt"}));
+}
+
 // Hosts that share no file system: rank 0 commits from what the ranks reported, without seeing
 // their files, and every directory gets its ranks' files and a copy of the manifest, pruned
 // with them. Each rank resumes from its own directory.
