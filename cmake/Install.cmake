@@ -4,14 +4,13 @@
 # and env_options (what the binaries read from the environment, for programs of one's own),
 # flag_checks (the binaries' CLI11 flag validators), precision_flags (their --amp-level,
 # --amp-dtype and --allreduce-dtype), train_flags (lockstep-train's flags), termination (what a
-# rank says on SIGTERM), and cuda_status
-# in CUDA builds.
+# rank says on SIGTERM), launch (lockstep-run's parts), and cuda_status in CUDA builds.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(lockstep_libraries)
 foreach(name core dataset graph ops parallel parallel_ops ckpt train inference env_options
-             flag_checks precision_flags train_flags termination)
+             flag_checks precision_flags train_flags termination launch)
   set_target_properties(lockstep_${name} PROPERTIES EXPORT_NAME ${name})
   list(APPEND lockstep_libraries lockstep_${name})
 endforeach()
