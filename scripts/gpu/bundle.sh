@@ -13,6 +13,15 @@
 # these load (PMIx, hwloc, libevent) in lib/. run.sh points Open MPI and PMIx at these folders.
 # It adds about 1.5 MiB to the tarball: 16.1 MiB in all with the default binaries (2026-11-28).
 #
+# NCCL: the GPU machine's own (PyTorch's, older than 2.30) cannot run several ranks on one GPU
+# (issue 38, NCCL_MULTI_RANK_GPU_ENABLE). When an NCCL built by scripts/gpu/build_nccl.sh (2.30,
+# sm_90 only) is found, in LOCKSTEP_NCCL_BUILD (a folder holding lib/libnccl.so.2) or else in
+# /work/nccl-build, the bundle carries it, stripped, as lib/nccl/libnccl.so.2 with its
+# lockstep-nccl-build.txt; run.sh counts it among its candidates and puts the newest first.
+# Without one the bundle goes without (a warning), and the machine's NCCL is used;
+# LOCKSTEP_BUNDLE_NCCL=0 leaves it out even when there is one. It adds about 22 MiB to the
+# tarball: 37.8 MiB in all with the default binaries and Open MPI (2026-11-29).
+#
 # Usage: bash scripts/gpu/bundle.sh OUT.tar.xz [BINARY...]
 # Without binaries, the ones scripts/gpu/checks.sh runs, from the CUDA build in build/; one of
 # those not built yet is left out with a warning.
@@ -40,7 +49,8 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
 
 # Copies into lib/ every library FILE loads from Debian's multiarch folder, except the C and C++
-# runtimes the GPU machine has; CUDA, cuDNN, cuBLAS and NCCL come from the GPU machine itself.
+# runtimes the GPU machine has; CUDA, cuDNN, cuBLAS and NCCL come from the GPU machine itself
+# (NCCL from a build of ours when one is bundled, below).
 copy_libraries() {
   local lib
   for lib in $(ldd "$1" | awk '$3 ~ /^(\/usr)?\/lib\/x86_64-linux-gnu\// {print $3}'); do
@@ -93,6 +103,24 @@ if [[ ${LOCKSTEP_BUNDLE_MPI:-1} != 0 ]]; then
   fi
   strip --strip-unneeded "$stage"/ompi/bin/* "$stage"/ompi/lib/openmpi3/*.so \
     "$stage"/pmix/lib/pmix/*.so 2>/dev/null || true
+fi
+
+if [[ ${LOCKSTEP_BUNDLE_NCCL:-1} != 0 ]]; then
+  nccl_build=${LOCKSTEP_NCCL_BUILD:-/work/nccl-build}
+  if [[ -e $nccl_build/lib/libnccl.so.2 ]]; then
+    mkdir -p "$stage/lib/nccl"
+    cp -L "$nccl_build/lib/libnccl.so.2" "$stage/lib/nccl/libnccl.so.2"
+    strip --strip-unneeded "$stage/lib/nccl/libnccl.so.2"
+    [[ -f $nccl_build/lockstep-nccl-build.txt ]] &&
+      cp "$nccl_build/lockstep-nccl-build.txt" "$stage/lib/nccl/"
+    echo "bundle.sh: NCCL from $nccl_build: $(stat -c %s "$stage/lib/nccl/libnccl.so.2") bytes stripped"
+  elif [[ -n ${LOCKSTEP_NCCL_BUILD:-} ]]; then
+    echo "bundle.sh: LOCKSTEP_NCCL_BUILD=$LOCKSTEP_NCCL_BUILD holds no lib/libnccl.so.2" >&2
+    exit 1
+  else
+    echo "bundle.sh: warning: no NCCL build in $nccl_build (scripts/gpu/build_nccl.sh); the" \
+      "bundle goes without, and checks.sh multi needs the GPU machine's NCCL to be 2.30 or later" >&2
+  fi
 fi
 
 # The PyTorch peer of the GPU benchmark (BENCHMARKS.md), for the same call.

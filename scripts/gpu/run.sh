@@ -4,11 +4,14 @@
 # /usr/local/cuda or in the Python packages beside PyTorch) on the library path.
 #
 # NCCL: every libnccl.so.2 found (/usr/local/cuda*, the system's folders, /opt, the Python
-# packages' nvidia/nccl/lib, or LOCKSTEP_NCCL_LIB=/path/libnccl.so.2 alone) is asked its version
+# packages' nvidia/nccl/lib, the bundle's lib/nccl from scripts/gpu/build_nccl.sh, or
+# LOCKSTEP_NCCL_LIB=/path/libnccl.so.2 alone) is asked its version
 # (ncclGetVersion through python3's ctypes, else the "NCCL version" string in the file) and the
 # newest goes first on the library path: several ranks on one GPU need 2.30 or later
 # (NCCL_MULTI_RANK_GPU_ENABLE), and the build machines' /usr/local/cuda has 2.28.9. The choice
-# is printed and exported as LOCKSTEP_NCCL_LIBRARY and LOCKSTEP_NCCL_VERSION.
+# is printed and exported as LOCKSTEP_NCCL_LIBRARY and LOCKSTEP_NCCL_VERSION. The bundle's comes
+# last, so a machine's NCCL of the same version (a full one) wins a tie; when the bundle's is
+# chosen, its lockstep-nccl-build.txt is printed (it lacks ncclReduce and ncclProd).
 #
 # Open MPI: the bundle's own (ompi/, pmix/; the machine has no mpirun) is made to run from here:
 # its install folders, plugin path, help texts and parameter file point into the bundle, mpirun
@@ -66,6 +69,8 @@ nccl_candidates() {
     2>/dev/null || true); do
     [[ -e $site/nvidia/nccl/lib/libnccl.so.2 ]] && echo "$site/nvidia/nccl/lib/libnccl.so.2"
   done
+  # scripts/gpu/build_nccl.sh's, carried by bundle.sh.
+  [[ -e $dir/lib/nccl/libnccl.so.2 ]] && echo "$dir/lib/nccl/libnccl.so.2"
   return 0
 }
 
@@ -88,6 +93,9 @@ done < <(nccl_candidates)
 if [[ -n $nccl_dir ]]; then
   echo "run.sh: NCCL $best from $nccl_dir goes first on the library path"
   export LOCKSTEP_NCCL_LIBRARY=$nccl_dir/libnccl.so.2 LOCKSTEP_NCCL_VERSION=$best
+  if [[ -f $nccl_dir/lockstep-nccl-build.txt ]]; then
+    sed 's/^/run.sh:   /' "$nccl_dir/lockstep-nccl-build.txt"
+  fi
 else
   echo "run.sh: no libnccl.so.2 with a readable version found"
 fi
