@@ -1,25 +1,31 @@
 // lockstep-bench-allreduce: the fused gradient AllReduce of ResNet-50 (161 tensors, about 102 MB)
-// against one raw MPI_Allreduce of the same bytes and against one AllReduce per tensor, over a
-// sweep of fusion thresholds. Run it under mpirun:
+// against one AllReduce per tensor and, under MPI, against one raw MPI_Allreduce of the same
+// bytes, over a sweep of fusion thresholds. Run it under mpirun or lockstep-run (or torchrun):
 //
 //   mpirun -n 2 lockstep-bench-allreduce [--thresholds 1,4,16,25,64] [--segments 0,1,2,4,8]
 //                                        [--reps 10] [--warmup 2] [--dtype f32|bf16|fp16]
+//   lockstep-run -n 2 lockstep-bench-allreduce [--thresholds ...] [--reps ...] [--warmup ...]
 //
 // For every threshold it compiles ResNet-50's data-parallel training graph (batch 2, 32x32: the
 // gradient sizes do not depend on them) and takes the buckets from its AllReduce nodes: byte
-// ranges of the flat gradient buffer. On that buffer it then times
-//   raw:        one MPI_Allreduce(MPI_IN_PLACE, every gradient float, MPI_SUM, MPI_COMM_WORLD),
-//               the reference, and so the one place outside parallel/ that calls MPI;
+// ranges of the flat gradient buffer. On that buffer it then times, through the world's host
+// communicator (MPI under mpirun, gloo under a launcher of the env:// contract),
 //   fused:      the buckets as the executor runs them: in order through the group's
 //               CollectiveQueue, each one Communicator::AllReduce with the graph's op, then a
 //               wait for all; with --dtype bf16 or fp16 (ParallelOptions::allreduce_dtype) each
 //               bucket converted into that dtype, reduced and converted back, as the kernel does
 //               (wire_bytes: what crosses the wire);
-//   per-tensor: one AllReduce per gradient tensor through the same queue.
-// fused and per-tensor are timed once per AllReduce segment size (MpiCommunicator's
-// segment_bytes, 0: one call per AllReduce). Every rep runs them all, each after a barrier,
-// interleaved so that a change in the load of the machine hits all alike. Rank 0 first prints
-// the transport (hosts, ranks per host, Open MPI's btl and pml selections), then the medians.
+//   per-tensor: one AllReduce per gradient tensor through the same queue;
+// and under MPI only
+//   raw:        one MPI_Allreduce(MPI_IN_PLACE, every gradient float, MPI_SUM, MPI_COMM_WORLD),
+//               the reference, and so the one place outside parallel/ that calls MPI.
+// Under MPI, fused and per-tensor are timed once per AllReduce segment size (MpiCommunicator's
+// segment_bytes, 0: one call per AllReduce); gloo's AllReduce has no such setting (its ring
+// cuts each one into pieces of its own), so --segments does not apply there and the lines say
+// segment_mb=none. Every rep runs
+// them all, each after a barrier, interleaved so that a change in the load of the machine hits
+// all alike. Rank 0 first prints the transport (hosts, ranks per host, Open MPI's btl and pml
+// selections or backend=gloo), then the medians.
 
 #include <mpi.h>
 
@@ -36,7 +42,7 @@
 
 #include "absl/strings/str_format.h"
 #include "bench/bench_util.h"
-#include "bench/mpi_transport.h"
+#include "bench/transport.h"
 #include "examples/env_options.h"
 #include "examples/precision_flags.h"
 #include "parallel/comm_group.h"
@@ -154,6 +160,43 @@ absl::StatusOr<double> TimeAfterBarrier(CommGroup& group,
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// How the communicator is set for each timing of fused and per tensor, and the reference timed
+// beside them: what differs between MPI and the others.
+struct Variants {
+  struct Setting {
+    std::string segment_mb;  // "none": the communicator has no segments
+    std::function<void()> apply;
+  };
+  std::vector<Setting> settings;
+  std::function<absl::Status()> reference;  // the raw MPI_Allreduce; null without MPI
+  std::function<void()> restore = [] {};    // sets the communicator back as it was
+  std::string default_segment_mb = "none";
+};
+
+// Under MPI, one setting per segment size (MpiCommunicator::segment_bytes, 0: one call per
+// AllReduce) and the raw MPI_Allreduce as the reference. Without MPI (gloo, which has no segment
+// setting), the communicator as it is and no reference.
+absl::StatusOr<Variants> VariantsFor(const Config& config, const parallel::Context& context,
+                                     CommGroup& group, const Tensor& gradients) {
+  Variants variants;
+  if (!context.launched_by_mpi()) {
+    variants.settings.push_back({"none", [] {}});
+    return variants;
+  }
+  auto* mpi = dynamic_cast<parallel::MpiCommunicator*>(group.communicator.get());
+  if (mpi == nullptr) return absl::FailedPreconditionError("the world communicator is not MPI's");
+  for (double segment_mb : config.segments_mb) {
+    const auto bytes = static_cast<size_t>(segment_mb * (1 << 20));
+    variants.settings.push_back(
+        {absl::StrFormat("%g", segment_mb), [mpi, bytes] { mpi->set_segment_bytes(bytes); }});
+  }
+  variants.reference = [&gradients] { return RawAllReduce(gradients); };
+  const size_t before = mpi->segment_bytes();
+  variants.restore = [mpi, before] { mpi->set_segment_bytes(before); };
+  variants.default_segment_mb = absl::StrFormat("%g", static_cast<double>(before) / (1 << 20));
+  return variants;
+}
+
 absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& group,
                           const parallel::Context& context) {
   train::Model model(train::models::ResNet50(1000), train::SoftmaxCrossEntropy(), train::Momentum{},
@@ -169,23 +212,20 @@ absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& 
   const Tensor& gradients = model.train_executor()->gradients();
   std::memset(gradients.raw_data(), 0, gradients.nbytes());
   LS_ASSIGN_OR_RETURN(Reduction reduction, ReductionOf(model.train_executor()->graph(), gradients));
-  auto* mpi = dynamic_cast<parallel::MpiCommunicator*>(group.communicator.get());
-  if (mpi == nullptr) return absl::FailedPreconditionError("the world communicator is not MPI's");
-  const size_t segment_before = mpi->segment_bytes();
-  // raw, then (fused, per tensor) for each segment size.
-  std::vector<std::function<absl::Status()>> collectives = {
-      [&] { return RawAllReduce(gradients); }};
-  for (double segment_mb : config.segments_mb) {
-    const auto bytes = static_cast<size_t>(segment_mb * (1 << 20));
-    collectives.push_back([&, bytes] {
-      mpi->set_segment_bytes(bytes);
+  LS_ASSIGN_OR_RETURN(const Variants variants, VariantsFor(config, context, group, gradients));
+  // (fused, per tensor) for each setting, then the reference.
+  std::vector<std::function<absl::Status()>> collectives;
+  for (const Variants::Setting& setting : variants.settings) {
+    collectives.push_back([&, apply = setting.apply] {
+      apply();
       return QueuedAllReduce(group, gradients, reduction.buckets, reduction.wires, reduction.op);
     });
-    collectives.push_back([&, bytes] {
-      mpi->set_segment_bytes(bytes);
+    collectives.push_back([&, apply = setting.apply] {
+      apply();
       return QueuedAllReduce(group, gradients, reduction.tensors, {}, reduction.op);
     });
   }
+  if (variants.reference) collectives.push_back(variants.reference);
   std::vector<std::vector<double>> times(collectives.size());
   for (int rep = 0; rep < config.warmup + config.reps; ++rep) {
     for (size_t i = 0; i < collectives.size(); ++i) {
@@ -193,52 +233,60 @@ absl::Status RunThreshold(const Config& config, double threshold_mb, CommGroup& 
       if (rep >= config.warmup) times[i].push_back(seconds);
     }
   }
-  mpi->set_segment_bytes(segment_before);
+  variants.restore();
   if (group.communicator->rank() != 0) return absl::OkStatus();
-  const double raw = Median(times[0]);
+  const bool has_raw = variants.reference != nullptr;
+  const double raw = has_raw ? Median(times.back()) : 0.0;
   // The rule: the segment size with the fastest fused buckets, against the fastest per-tensor
   // run of any segment size and the raw call.
-  std::vector<double> fused(config.segments_mb.size());
+  std::vector<double> fused(variants.settings.size());
   double best_per_tensor = std::numeric_limits<double>::infinity();
-  for (size_t s = 0; s < config.segments_mb.size(); ++s) {
-    fused[s] = Median(times[1 + 2 * s]);
-    const double per_tensor = Median(times[2 + 2 * s]);
+  for (size_t s = 0; s < variants.settings.size(); ++s) {
+    fused[s] = Median(times[2 * s]);
+    const double per_tensor = Median(times[2 * s + 1]);
     best_per_tensor = std::min(best_per_tensor, per_tensor);
-    std::cout << absl::StrFormat(
-                     "threshold_mb=%-4g segment_mb=%-4g buckets=%-3d tensors=%d bytes=%d "
-                     "dtype=%s wire_bytes=%d op=%s raw_ms=%.2f raw_GB/s=%.2f fused_ms=%.2f "
-                     "per_tensor_ms=%.2f fused/raw=%.3f per_tensor/fused=%.2f\n",
-                     threshold_mb, config.segments_mb[s], reduction.buckets.size(),
-                     reduction.tensors.size(), gradients.nbytes(), DTypeName(config.dtype),
-                     reduction.wire_bytes, parallel::ReduceOpName(reduction.op), raw * 1e3,
-                     gradients.nbytes() / raw * 1e-9, fused[s] * 1e3, per_tensor * 1e3,
-                     fused[s] / raw, per_tensor / fused[s])
-              << std::flush;
+    std::string line = absl::StrFormat(
+        "threshold_mb=%-4g segment_mb=%-4s buckets=%-3d tensors=%d bytes=%d dtype=%s "
+        "wire_bytes=%d op=%s ",
+        threshold_mb, variants.settings[s].segment_mb, reduction.buckets.size(),
+        reduction.tensors.size(), gradients.nbytes(), DTypeName(config.dtype), reduction.wire_bytes,
+        parallel::ReduceOpName(reduction.op));
+    if (has_raw) {
+      absl::StrAppendFormat(&line, "raw_ms=%.2f raw_GB/s=%.2f ", raw * 1e3,
+                            gradients.nbytes() / raw * 1e-9);
+    }
+    absl::StrAppendFormat(&line, "fused_ms=%.2f per_tensor_ms=%.2f ", fused[s] * 1e3,
+                          per_tensor * 1e3);
+    if (has_raw) absl::StrAppendFormat(&line, "fused/raw=%.3f ", fused[s] / raw);
+    absl::StrAppendFormat(&line, "per_tensor/fused=%.2f", per_tensor / fused[s]);
+    std::cout << line << "\n" << std::flush;
   }
+  if (!has_raw) return absl::OkStatus();  // one setting and no reference: no rule to print
   const size_t best = std::min_element(fused.begin(), fused.end()) - fused.begin();
   std::cout << absl::StrFormat(
-                   "best: threshold_mb=%g segment_mb=%g fused_ms=%.2f fused/raw=%.3f "
-                   "fused/best_per_tensor=%.3f (default segment_mb=%g)\n",
-                   threshold_mb, config.segments_mb[best], fused[best] * 1e3, fused[best] / raw,
-                   fused[best] / best_per_tensor, static_cast<double>(segment_before) / (1 << 20))
+                   "best: threshold_mb=%g segment_mb=%s fused_ms=%.2f fused/raw=%.3f "
+                   "fused/best_per_tensor=%.3f (default segment_mb=%s)\n",
+                   threshold_mb, variants.settings[best].segment_mb, fused[best] * 1e3,
+                   fused[best] / raw, fused[best] / best_per_tensor, variants.default_segment_mb)
             << std::flush;
   return absl::OkStatus();
 }
 
 absl::Status Run(const Config& config, const parallel::Context& context) {
-  if (!context.launched_by_mpi()) {
-    return absl::FailedPreconditionError(
-        "the reference is a raw MPI_Allreduce: start this benchmark with mpirun, e.g. "
-        "mpirun -n 2 lockstep-bench-allreduce");
-  }
   parallel::CommGroups groups(context);
   LS_ASSIGN_OR_RETURN(CommGroup * group, groups.Find(parallel::kWorldGroup, Device::CPU()));
-  LS_ASSIGN_OR_RETURN(const std::string transport, DescribeMpiTransport());
+  LS_ASSIGN_OR_RETURN(const std::string transport, DescribeTransport(context, *group));
   if (group->communicator->rank() == 0) {
     std::cout << transport << "\n";
     std::cout << absl::StrFormat(
-        "ResNet-50 gradient AllReduce over %d ranks: medians of %d reps after %d warm-up\n",
-        group->communicator->size(), config.reps, config.warmup);
+        "ResNet-50 gradient AllReduce over %d ranks (%s): medians of %d reps after %d warm-up\n",
+        group->communicator->size(), group->communicator->backend(), config.reps, config.warmup);
+    if (!context.launched_by_mpi()) {
+      std::cout << absl::StrFormat(
+          "no raw MPI_Allreduce and no segment sizes: both are MPI's (started without MPI, the "
+          "host collectives go over %s)\n",
+          group->communicator->backend());
+    }
   }
   for (double threshold_mb : config.thresholds_mb) {
     LS_RETURN_IF_ERROR(RunThreshold(config, threshold_mb, *group, context));
@@ -257,14 +305,16 @@ int main(int argc, char** argv) {
   if (!context.ok()) return lockstep::parallel::ReportFatal(context.status());
   lockstep::bench::Config config;
   CLI::App app{
-      "ResNet-50's fused gradient AllReduce against one raw MPI_Allreduce (run it under "
-      "mpirun)."};
+      "ResNet-50's fused gradient AllReduce against one AllReduce per tensor and, under mpirun, "
+      "one raw MPI_Allreduce (run it under mpirun or lockstep-run)."};
   app.add_option("--thresholds", config.thresholds_mb, "fusion thresholds in MB")
       ->delimiter(',')
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--segments", config.segments_mb,
-                 "AllReduce segment sizes in MB to time fused and per tensor with (0: unsegmented)")
+  app.add_option(
+         "--segments", config.segments_mb,
+         "AllReduce segment sizes in MB to time fused and per tensor with (0: unsegmented); "
+         "under MPI only")
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
