@@ -49,7 +49,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from env_launch_test import (SKIPPED, Failure, clean_env, torch_version,  # noqa: E402
-                             torchrun_of)
+                             newest_committed, torchrun_of)
 
 HOST_A, HOST_B = "lockstep-host-a", "lockstep-host-b"
 HOST_A_ADDR = "10.77.0.1"  # simulated_hosts.sh: host a is 10.77.0.1
@@ -74,7 +74,6 @@ RESUMED = re.compile(r"resumed at step (\d+), (\d+) epoch\(s\) done")
 CHANGED = re.compile(r"resuming step (\d+) saved by (\d+) ranks with (\d+)")
 START_LINE = re.compile(r"(\d+) rank\(s\) x (\d+) images on cpu")
 STEP_LINE = re.compile(r"^(?:\[[^]]*\] )?epoch: (\d+) step: (\d+), loss is")
-MANIFEST = re.compile(r"^.+-(\d+)_(\d+)\.manifest$")
 # torchrun's own lines (LOGLEVEL=INFO) worth reporting about the re-rendezvous.
 AGENT_LINE = re.compile(r"Worker group FAILED|Rendezvous'ing|Detected dead node|"
                         r"marking the rendezvous complete|has joined round|master_addr|"
@@ -187,12 +186,6 @@ class Agent:
         return "".join(f"[{self.host[-1]} {t:6.1f}] {line}" for t, line in self.lines[-last:])
 
 
-def newest_committed(ckpt_dir):
-    steps = [(int(m[1]) - 1) * STEPS_PER_EPOCH + int(m[2])
-             for m in map(MANIFEST.match, os.listdir(ckpt_dir) if os.path.isdir(ckpt_dir) else [])
-             if m]
-    return max(steps, default=0)
-
 
 def wait_for(what, condition, agents, deadline):
     while not condition():
@@ -228,7 +221,7 @@ def elastic(args, state, torchrun):
              lambda: a.group == 0 and a.last_step >= KILL_AFTER_STEP, agents, deadline)
     if a.groups[0][0] != 4:
         raise Failure(f"the job started at world size {a.groups[0][0]}, not 4")
-    committed = newest_committed(args.ckpt_dir)
+    committed = newest_committed(args.ckpt_dir, STEPS_PER_EPOCH)
     killed_step = a.last_step
     killed_s = time.monotonic() - args.began
     pids = b.kill()
@@ -264,7 +257,7 @@ def check(args, a, committed, killed_step, killed_s, regrouped_s, finished_s):
     if a.per_rank != kept:
         raise Failure(f"ranks x images a rank: {a.per_rank} (by restart), not {kept}: the global "
                       f"batch of {GLOBAL_BATCH} kept")
-    final = newest_committed(args.ckpt_dir)
+    final = newest_committed(args.ckpt_dir, STEPS_PER_EPOCH)
     if final != EPOCHS * STEPS_PER_EPOCH:
         raise Failure(f"the run ends at step {final}, not {EPOCHS * STEPS_PER_EPOCH}")
     # The final step is the 2 ranks' of the last world size: verify reads the world size from its

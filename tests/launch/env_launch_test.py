@@ -42,6 +42,7 @@ Prints one line on success; exits 0 when everything held.
 """
 import argparse
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -128,6 +129,17 @@ def compare(ckpt, reference, got):
     if done.returncode != 0:
         raise Failure(f"lockstep-ckpt verify {got}:\n{done.stdout}{done.stderr}")
     return names
+
+
+MANIFEST = re.compile(r"^.+-(\d+)_(\d+)\.manifest$")
+
+
+def newest_committed(ckpt_dir, steps_per_epoch):
+    """The global step of the newest manifest in ckpt_dir (0: none)."""
+    steps = [(int(m[1]) - 1) * steps_per_epoch + int(m[2])
+             for m in map(MANIFEST.match, os.listdir(ckpt_dir) if os.path.isdir(ckpt_dir) else [])
+             if m]
+    return max(steps, default=0)
 
 
 def expect_started_by(out, launcher):

@@ -33,12 +33,11 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from env_launch_test import (SKIPPED, Failure, clean_env, compare, torch_version,  # noqa: E402
-                             torchrun_of)
+                             newest_committed, torchrun_of)
 
 STARTED = re.compile(r"started by torchrun: (\d+) ranks, .*, restart (\d+);")
 RESUMED = re.compile(r"resumed at step (\d+)")
 STEP_LINE = re.compile(r"^epoch: (\d+) step: (\d+), loss is")
-MANIFEST = re.compile(r"^.+-(\d+)_(\d+)\.manifest$")
 STEPS_PER_EPOCH = 10  # 16 images per class, 10 classes, a global batch of 16
 SAVE_STEPS = 2
 LAUNCH_TIMEOUT_S = 90
@@ -142,12 +141,6 @@ class Torchrun:
         return "".join(self.lines[-60:])
 
 
-def newest_committed(ckpt_dir):
-    steps = [(int(m[1]) - 1) * STEPS_PER_EPOCH + int(m[2])
-             for m in map(MANIFEST.match, os.listdir(ckpt_dir) if os.path.isdir(ckpt_dir) else [])
-             if m]
-    return max(steps, default=0)
-
 
 def kill_one(args, rng, run, group, startup_s, step_s):
     """SIGKILLs a random rank of group `group`, in its start-up (rendezvous, gloo, compilation,
@@ -171,7 +164,7 @@ def kill_one(args, rng, run, group, startup_s, step_s):
                      run.last_step.get(group, 0) >= resumed + advance)):
             if kind == "step":
                 time.sleep(rng.uniform(0, step_s))
-            committed = newest_committed(args.chaos_dir)
+            committed = newest_committed(args.chaos_dir, STEPS_PER_EPOCH)
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -222,7 +215,7 @@ def chaos(args, rng, torchrun, work):
             raise Failure(f"group {group} resumed at step {resumed}, but step {committed_before} "
                           f"was committed before the kill of group {group - 1}\n{run.output()}")
     compare(args.ckpt, ref, args.chaos_dir)
-    final = newest_committed(args.chaos_dir)
+    final = newest_committed(args.chaos_dir, STEPS_PER_EPOCH)
     if final != args.epochs * STEPS_PER_EPOCH:
         raise Failure(f"the chaos run ends at step {final}")
     return (f"torchrun chaos (torch {torch_version(args.venv)}): {args.kills} kills survived, "
