@@ -66,6 +66,7 @@ absl::Status ReadCommOptions(const Lookup& lookup, parallel::CommOptions* option
     options->allreduce_segment_bytes = static_cast<size_t>(std::min(
         *segment_mb * (1 << 20), static_cast<double>(std::numeric_limits<int64_t>::max())));
   }
+  options->ranks_may_share_gpu = Value(lookup, "NCCL_MULTI_RANK_GPU_ENABLE") == "1";
   return absl::OkStatus();
 }
 

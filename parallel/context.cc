@@ -3,7 +3,6 @@
 #include <mpi.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -74,11 +73,6 @@ std::vector<std::string> VisibleGpus() {
   return uuids;
 }
 
-// NCCL's own switch (2.30 on) for several ranks of one communicator on one GPU.
-bool NcclSharesGpus() {
-  const char* value = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
-  return value != nullptr && std::string(value) == "1";
-}
 #endif
 
 }  // namespace
@@ -194,7 +188,7 @@ absl::Status ContextBuilder::StartDeviceWorld([[maybe_unused]] State* state) {
                          .local_rank = state->local_rank,
                          .local_size = state->local_size,
                          .gpus = VisibleGpus(),
-                         .may_share_gpu = NcclSharesGpus()};
+                         .may_share_gpu = state->comm_options.ranks_may_share_gpu};
   LS_ASSIGN_OR_RETURN(std::vector<std::string> texts,
                       GatherStrings(EncodeGpuView(mine), *state->host_world));
   std::vector<RankGpuView> views;

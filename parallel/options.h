@@ -49,6 +49,10 @@ struct CommOptions {
   // algorithm by message size, and segments of a few MB beat one large call on every transport
   // measured (BENCHMARKS.md, "Fused gradient AllReduce"). Rank 0's value holds for the job.
   size_t allreduce_segment_bytes = size_t{2} << 20;
+  // This rank lets NCCL (>= 2.30) run several ranks of one communicator on one GPU
+  // ($NCCL_MULTI_RANK_GPU_ENABLE=1): where every rank does, ranks may share GPUs
+  // (gpu_assignment.h).
+  bool ranks_may_share_gpu = false;
 };
 
 }  // namespace lockstep::parallel
