@@ -10,6 +10,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <csignal>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -44,6 +45,16 @@ class StoreForGloo : public gloo::rendezvous::Store {
   }
   TcpStore& store_;
 };
+
+// gloo writes to its peers with writev, which raises SIGPIPE when a peer has died and would end
+// this rank silently (exit 141) instead of with the collective's error. Python ignores SIGPIPE
+// for the same reason; a handler the process installed is left alone.
+void IgnoreBrokenPipes() {
+  struct sigaction current = {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    signal(SIGPIPE, SIG_IGN);
+  }
+}
 
 using ReduceFn = gloo::AllreduceOptions::Func;
 
@@ -114,6 +125,7 @@ void SetReduced(gloo::AllreduceOptions& options, const Tensor& tensor) {
 absl::StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Create(
     int rank, int size, TcpStore& store, const std::string& prefix, const std::string& address,
     std::chrono::milliseconds timeout) {
+  IgnoreBrokenPipes();
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = address;
