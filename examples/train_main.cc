@@ -15,8 +15,6 @@
 // the data and the model are known. Every refusal names the flag, the value and what is
 // accepted. A run that applied no optimizer update exits 1 saying why.
 
-#include <zlib.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -32,7 +30,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "core/logging.h"
 #include "core/paths.h"
 #include "core/threads.h"
@@ -42,11 +39,12 @@
 #include "examples/precision_flags.h"
 #include "examples/termination.h"
 #include "examples/train_flags.h"
-#include "graph/passes/passes.h"
 #include "parallel/agree.h"
 #include "parallel/context.h"
 #include "train/checkpoint_callback.h"
 #include "train/dataset_source.h"
+#include "train/job_checks.h"
+#include "train/job_run.h"
 #include "train/loss.h"
 #include "train/model.h"
 #include "train/models.h"
@@ -56,67 +54,16 @@
 namespace lockstep::train {
 namespace {
 
-// The memory plan of the training graph (forward and backward, without the optimizer and the
-// gradient AllReduce, which add little), made as Compile makes it but not allocated.
-absl::StatusOr<double> PlannedBytes(const Flags& f, const Layer& net, int64_t per_rank) {
-  absl::StatusOr<NetGraph> built = BuildNetGraph(net, SoftmaxCrossEntropy(), Mode::kTrain, per_rank,
-                                                 {3, f.image_size, f.image_size});
-  if (!built.ok()) {
-    return Annotate(built.status(), absl::StrCat(f.model, " at --image-size ", f.image_size));
-  }
-  Graph& graph = *built->graph;
-  PassContext ctx;
-  ctx.autodiff.loss = "loss";
-  PassManager passes;
-  passes.Add(CreateAutodiffPass())
-      .Add(CreateFuseKernelsPass())
-      .Add(CreateDeadCodeElimPass())
-      .Add(CreateAssignLayoutsPass())
-      .Add(CreateMemoryPlanPass());
-  LS_RETURN_IF_ERROR(passes.Run(graph, ctx));
-  const MemoryPlanSizes& plan = graph.plan();
-  return static_cast<double>(plan.arena + plan.inputs + plan.parameters + plan.gradients +
-                             plan.state);
-}
-
-// At least one optimizer step per epoch: `batches` of `per_rank` images a rank per epoch (its
-// `samples`), --grad-accum of them an update.
-absl::Status CheckStepsPerEpoch(const Flags& f, int64_t samples, int64_t batches,
-                                int64_t per_rank) {
-  const std::string held_out =
-      f.val_fraction > 0.0
-          ? absl::StrCat(" (--val-fraction ", Shortest(f.val_fraction), " held out the rest)")
-          : "";
-  if (batches == 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--batch-size %d makes batches of %d images a rank, but a rank's share of %s/train is %d "
-        "image(s)%s: not one training step per epoch",
-        f.batch_size, per_rank, f.data, samples, held_out));
-  }
-  if (batches < f.grad_accum) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "--grad-accum %d needs %d batches for one update, but an epoch has %d batch(es) of %d "
-        "images a rank%s: not one optimizer step per epoch",
-        f.grad_accum, f.grad_accum, batches, per_rank, held_out));
-  }
-  return absl::OkStatus();
-}
-
-// The memory plan of `net`'s training graph for `per_rank` images of f.image_size, on each of
-// the `local_ranks` ranks of this host, fits in the host's available memory (CPU training).
-absl::Status CheckMemory(const Flags& f, const Layer& net, int64_t per_rank, int local_ranks) {
-  const std::string sized_by = absl::StrFormat(
-      "--image-size %d with --batch-size %d (%d images a rank, %d rank(s) on this "
-      "host)",
-      f.image_size, f.batch_size, per_rank, local_ranks);
-  // The input batch alone first, in floating point: its element count may not fit an int64.
-  const double side = static_cast<double>(f.image_size);
-  LS_RETURN_IF_ERROR(
-      CheckFitsInMemory(static_cast<double>(per_rank) * 3.0 * side * side * sizeof(float),
-                        local_ranks, absl::StrCat("the input batch of ", sized_by)));
-  LS_ASSIGN_OR_RETURN(const double bytes, PlannedBytes(f, net, per_rank));
-  return CheckFitsInMemory(bytes, local_ranks,
-                           absl::StrCat(f.model, "'s training graph at ", sized_by));
+// How the start-up checks name the flags they refuse (after PrepareJob filled in --image-size).
+JobWording Wording(const Flags& f) {
+  return {.model = f.model,
+          .image_size = absl::StrCat("--image-size ", f.image_size),
+          .batch_size = absl::StrCat("--batch-size ", f.batch_size),
+          .grad_accum = absl::StrCat("--grad-accum ", f.grad_accum),
+          .train_set = f.data + "/train",
+          .held_out = f.val_fraction > 0.0
+                          ? absl::StrCat("--val-fraction ", Shortest(f.val_fraction))
+                          : ""};
 }
 
 struct Data {
@@ -180,24 +127,6 @@ absl::StatusOr<Data> OpenData(const Flags& f, const parallel::Context& ctx,
   return data;
 }
 
-// What every rank must read alike, agreed before the first step: a rank with an incomplete copy
-// of the data set would take other step counts and labels, and its collectives would meet the
-// others' mismatched. The class list goes by its count, ends and CRC-32.
-std::vector<parallel::Setting> DataSettings(const Flags& f, const Data& data) {
-  const dataset::Dataset& train = data.train->dataset();
-  const std::vector<std::string> classes = train.class_names();
-  const std::string names = absl::StrJoin(classes, "/");
-  const uLong crc =
-      crc32(0L, reinterpret_cast<const Bytef*>(names.data()), static_cast<uInt>(names.size()));
-  return {{absl::StrCat("images in ", f.data, "/train"), absl::StrCat(train.plan().source->size())},
-          {"validation images",
-           data.val == nullptr ? "none" : absl::StrCat(data.val->dataset().plan().source->size())},
-          {"classes", classes.empty() ? "none"
-                                      : absl::StrCat(classes.size(), " (", classes.front(), " .. ",
-                                                     classes.back(), ", CRC-32 ",
-                                                     absl::Hex(crc, absl::kZeroPad8), ")")}};
-}
-
 LrSchedule Schedule(const Flags& f, int64_t steps_per_epoch) {
   const int64_t total = f.epochs * steps_per_epoch;
   const int64_t warmup = static_cast<int64_t>(f.warmup_epochs * steps_per_epoch);
@@ -207,42 +136,6 @@ LrSchedule Schedule(const Flags& f, int64_t steps_per_epoch) {
                                                : ConstantLr(f.lr);
   return warmup > 0 ? WarmupLr(warmup, after) : after;
 }
-
-// After every epoch: evaluates on all ranks; rank 0 prints the epoch's line and hands the
-// result to the summary (--summary-dir).
-class EpochReport : public Callback {
- public:
-  EpochReport(DataSource* val, int64_t epochs, std::shared_ptr<parallel::Communicator> world,
-              std::shared_ptr<SummaryCallback> summary)
-      : val_(val), epochs_(epochs), world_(std::move(world)), summary_(std::move(summary)) {}
-
-  absl::Status OnEpochEnd(Model& model, const EpochInfo& epoch) override {
-    std::optional<EvalResult> eval;
-    if (val_ != nullptr) {
-      LS_ASSIGN_OR_RETURN(eval, model.Eval(*val_));
-    }
-    if (world_->rank() == 0) {
-      const double images = static_cast<double>(epoch.images * world_->size());
-      std::cout << absl::StrFormat("epoch %d/%d: train loss %.4f, ", epoch.epoch, epochs_,
-                                   epoch.mean_loss);
-      if (eval.has_value()) {
-        std::cout << absl::StrFormat("val accuracy %.4f (%d/%d), val loss %.4f, ", eval->accuracy,
-                                     eval->correct, eval->samples, eval->loss);
-      }
-      std::cout << absl::StrFormat("%.1f images/s, %.1f s\n",
-                                   epoch.seconds > 0 ? images / epoch.seconds : 0.0, epoch.seconds)
-                << std::flush;
-    }
-    if (summary_ == nullptr || !eval.has_value()) return absl::OkStatus();
-    return summary_->AddEval(epoch.epoch, model.global_step(), *eval);
-  }
-
- private:
-  DataSource* val_;  // null: no evaluation
-  int64_t epochs_;
-  std::shared_ptr<parallel::Communicator> world_;
-  std::shared_ptr<SummaryCallback> summary_;  // rank 0 with --summary-dir only
-};
 
 absl::StatusOr<ModelOptions> MakeModelOptions(const Flags& f, const parallel::Context& ctx,
                                               const EnvOptions& env) {
@@ -355,12 +248,15 @@ absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const Env
   LS_ASSIGN_OR_RETURN(job.options, MakeModelOptions(f, ctx, env));
   LS_ASSIGN_OR_RETURN(job.data, OpenData(f, ctx, job.options));
   const dataset::Dataset& train = job.data.train->dataset();
-  LS_RETURN_IF_ERROR(CheckStepsPerEpoch(f, train.SamplesPerEpoch(), train.BatchesPerEpoch(),
-                                        job.options.batch_size));
+  const JobWording wording = Wording(f);
+  LS_RETURN_IF_ERROR(CheckStepsPerEpoch(train.SamplesPerEpoch(), train.BatchesPerEpoch(),
+                                        job.options.batch_size, f.grad_accum, wording));
   LS_ASSIGN_OR_RETURN(job.net, models::ModelByName(f.model, job.data.classes));
   // On a GPU the device's allocator refuses what does not fit, naming the bytes.
   if (job.options.device.type == DeviceType::kCPU) {
-    LS_RETURN_IF_ERROR(CheckMemory(f, *job.net, job.options.batch_size, ctx.local_size()));
+    LS_RETURN_IF_ERROR(CheckTrainingMemory(*job.net, job.options.batch_size,
+                                           job.options.image_shape, ctx.local_size(), wording,
+                                           CheckFitsInMemory));
   }
   if (ctx.rank() == 0 && !f.summary_dir.empty()) {
     // A record every --log-every steps, as the loss lines (every step when those are off).
@@ -371,32 +267,6 @@ absl::StatusOr<Job> PrepareJob(Flags& f, const parallel::Context& ctx, const Env
   }
   return job;
 }
-
-// Counts the optimizer updates applied: steps that ended a gradient accumulation and were not
-// skipped for non-finite gradients (dynamic loss scaling).
-class UpdateCounter : public Callback {
- public:
-  absl::Status OnStepEnd(Model& model, const StepInfo& step) override {
-    ++steps_;
-    if (model.global_step() == step.global_step && !step.update_skipped) ++updates_;
-    return absl::OkStatus();
-  }
-  // Why a run of `epochs` applied no update; OK when it applied one.
-  absl::Status Outcome(int64_t epochs, double loss_scale) const {
-    if (updates_ > 0) return absl::OkStatus();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "trained ", epochs, " epoch(s) without applying one optimizer update: ",
-        steps_ == 0 ? "no training step ran"
-                    : absl::StrCat("every update of ", steps_,
-                                   " step(s) was skipped for non-finite gradients (loss scale "
-                                   "now ",
-                                   loss_scale, ")")));
-  }
-
- private:
-  int64_t steps_ = 0;
-  int64_t updates_ = 0;
-};
 
 void PrintStartLine(const Flags& f, const parallel::Context& ctx, const Job& job,
                     const Model& model, int64_t steps_per_epoch) {
@@ -412,23 +282,6 @@ void PrintStartLine(const Flags& f, const parallel::Context& ctx, const Job& job
             << ValidationLine(f, job.data) << std::flush;
 }
 
-// --resume: the newest complete step of f.resume, or a fresh start when it holds none.
-absl::Status Resume(const Flags& f, const parallel::Context& ctx, Model& model) {
-  const std::shared_ptr<parallel::Communicator> world = ctx.HostWorld();
-  absl::StatusOr<bool> resumed =
-      ResumeFromCheckpoint(model, f.resume, f.model, world, ResumeRecipe(f));
-  // Another model's checkpoints, or another image size's, every rank finds alike.
-  LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(resumed.status(), *world));
-  if (ctx.rank() == 0) {
-    std::cout << LogPrefix()
-              << (*resumed ? absl::StrFormat("resumed at step %d, %d epoch(s) done",
-                                             model.global_step(), model.epochs_done())
-                           : absl::StrCat("nothing to resume in ", f.resume, "; starting fresh"))
-              << std::endl;
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Run(Flags f, const parallel::Context& ctx, const EnvOptions& env) {
   ExplainTermination(f.ckpt_dir);
   if (f.threads <= 0) f.threads = DefaultThreads(ctx.local_size());
@@ -436,8 +289,9 @@ absl::Status Run(Flags f, const parallel::Context& ctx, const EnvOptions& env) {
   absl::StatusOr<Job> job = PrepareJob(f, ctx, env);
   // A set-up error is printed once for all ranks, not once by each.
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(job.status(), *ctx.HostWorld()));
-  LS_RETURN_IF_ERROR(parallel::AgreeOnSettings(DataSettings(f, job->data), *ctx.HostWorld(),
-                                               "the ranks read different data sets"));
+  LS_RETURN_IF_ERROR(AgreeOnDataSet(job->data.train->dataset(),
+                                    job->data.val == nullptr ? nullptr : &job->data.val->dataset(),
+                                    Wording(f), *ctx.HostWorld()));
   const int64_t steps_per_epoch = job->data.train->dataset().BatchesPerEpoch() / f.grad_accum;
   Model model(job->net, SoftmaxCrossEntropy(),
               Momentum{.lr = Schedule(f, steps_per_epoch),
@@ -452,7 +306,10 @@ absl::Status Run(Flags f, const parallel::Context& ctx, const EnvOptions& env) {
     LS_ASSIGN_OR_RETURN(
         lock, LockCheckpointDirectory(f.ckpt_dir, /*writes_here=*/true, *ctx.HostWorld()));
   }
-  if (!f.resume.empty()) LS_RETURN_IF_ERROR(Resume(f, ctx, model));
+  if (!f.resume.empty()) {
+    LS_RETURN_IF_ERROR(
+        ResumeOrStartFresh(model, f.resume, f.model, ctx.HostWorld(), ResumeRecipe(f)));
+  }
   if (ctx.rank() == 0) {
     PrintStartLine(f, ctx, *job, model, steps_per_epoch);
     for (const std::string& line : IneffectiveFlags(f, ctx, model)) {
