@@ -33,6 +33,10 @@ class Builder {
   const std::string& name_prefix() const { return prefix_; }
 
   const absl::Status& status() const { return status_; }
+  // Fails the graph with an error found outside the builder, by a front end tracing its own
+  // code; it replaces an op's error, which the front end's message words again with the line of
+  // its code that added the op.
+  void Fail(absl::Status error) { status_ = std::move(error); }
   Graph* graph() const { return graph_; }
 
  private:

@@ -175,6 +175,7 @@ absl::StatusOr<Model::StepGraph> Model::CompileStepGraph(bool updates, const Exe
                                              .nesterov = optimizer_.nesterov,
                                              .accumulation_steps = options_.accumulation_steps,
                                              .replicas = replicas,
+                                             .gradient_divisor = optimizer_.gradient_divisor,
                                              .dynamic_loss_scale = options_.dynamic_loss_scale});
     compile.after_autodiff.push_back(CreateApplyOptimizerPass);
   }

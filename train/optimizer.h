@@ -38,6 +38,10 @@ struct Momentum {
   double momentum = 0.9;
   double weight_decay = 0.0;
   bool nesterov = false;
+  // Every gradient is also divided by it: MindSpore's optimizer loss_scale where the loss was not
+  // scaled by as much (a ported Momentum(loss_scale=S) without a loss-scale manager divides its
+  // gradients by S). 1 otherwise.
+  double gradient_divisor = 1.0;
 };
 
 }  // namespace lockstep::train

@@ -31,8 +31,9 @@ class ApplyOptimizerPass : public Pass {
     const Attrs attrs{{"momentum", options->momentum},
                       {"weight_decay", options->weight_decay},
                       {"nesterov", options->nesterov},
-                      {"loss_scale", fixed_scale * static_cast<double>(options->accumulation_steps *
-                                                                       options->replicas)}};
+                      {"loss_scale", fixed_scale * options->gradient_divisor *
+                                         static_cast<double>(options->accumulation_steps *
+                                                             options->replicas)}};
     std::vector<Value*> scale_inputs;  // (loss_scale, finite) under dynamic loss scaling
     if (dynamic) {
       LS_ASSIGN_OR_RETURN(scale_inputs, CheckGradientsFinite(graph, gradients, b));

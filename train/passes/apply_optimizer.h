@@ -35,6 +35,8 @@ struct ApplyOptimizerOptions {
   // Data-parallel replicas whose summed gradients an update averages (1 when they are summed):
   // divided out with the loss scale, saving the AllReduce a division pass.
   int64_t replicas = 1;
+  // Momentum::gradient_divisor, divided out with the loss scale.
+  double gradient_divisor = 1.0;
   // The f32[] data input the caller writes the learning rate into before each step; added
   // when the graph has none.
   std::string lr_input = "lr";
