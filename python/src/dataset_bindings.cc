@@ -194,6 +194,16 @@ std::unique_ptr<train::DataSource> MakeSource(const Pipeline& pipeline) {
   return std::make_unique<RepeatSource>(pipeline.dataset, std::max<int64_t>(pipeline.repeat, 1));
 }
 
+Pipeline EverySampleOnce(const Pipeline& pipeline) {
+  const dataset::PipelinePlan& plan = pipeline.dataset.plan();
+  dataset::ShardOptions shard = plan.shard;
+  shard.uneven_tail = true;
+  return {.dataset = dataset::Dataset(plan.source, shard, plan.on_bad_file)
+                         .Map(plan.transforms)
+                         .Batch(plan.batch_size)
+                         .Workers(plan.num_workers)};
+}
+
 absl::StatusOr<std::pair<int64_t, Shape>> BatchShape(const Pipeline& pipeline) {
   const dataset::PipelinePlan& plan = pipeline.dataset.plan();
   // Transforms have no shape inference: one image goes through them, on one worker.

@@ -179,8 +179,9 @@ void Train(Model& model, int64_t epochs, const Pipeline& pipeline,
   if (!python->stop_requested()) RaiseIfError(status);
 }
 
+// Over every rank's share of the data set, each image once (its shards neither padded nor cut).
 py::dict Eval(Model& model, const Pipeline& pipeline) {
-  std::unique_ptr<train::DataSource> source = MakeSource(pipeline);
+  std::unique_ptr<train::DataSource> source = MakeSource(EverySampleOnce(pipeline));
   absl::StatusOr<train::EvalResult> result;
   {
     py::gil_scoped_release release;
@@ -192,8 +193,17 @@ py::dict Eval(Model& model, const Pipeline& pipeline) {
 }
 
 void BindCallbacks(py::module_& m) {
-  m.def("batch_shape", [](const Pipeline& pipeline) { return ValueOrRaise(BatchShape(pipeline)); },
-        "The per-rank batch size and the (C, H, W) of a data set's images.");
+  m.def(
+      "batch_shape",
+      [](const Pipeline& pipeline) {
+        absl::StatusOr<std::pair<int64_t, Shape>> shape;
+        {
+          py::gil_scoped_release release;  // decodes an image
+          shape = BatchShape(pipeline);
+        }
+        return ValueOrRaise(shape);
+      },
+      "The per-rank batch size and the (C, H, W) of a data set's images.");
   py::class_<Callback, std::shared_ptr<Callback>>(m, "Callback");
   m.def("loss_monitor", [](int64_t per_print_steps) -> std::shared_ptr<Callback> {
     return std::make_shared<train::LossMonitor>(per_print_steps);

@@ -22,6 +22,9 @@ struct Pipeline {
 // The source Model.train and Model.eval read: one pass of the data set (repeat epochs of the
 // pipeline) per Reset.
 std::unique_ptr<train::DataSource> MakeSource(const Pipeline& pipeline);
+// `pipeline` with its shards reading every sample once over all the ranks, neither padded nor
+// cut, and its last batch kept: evaluation counts each image once, as lockstep-train's does.
+Pipeline EverySampleOnce(const Pipeline& pipeline);
 // The per-rank batch size and the (C, H, W) shape of the batch's images, as the model's graphs
 // take them; an error when the data set does not end in batched float32 CHW images.
 absl::StatusOr<std::pair<int64_t, Shape>> BatchShape(const Pipeline& pipeline);

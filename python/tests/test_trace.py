@@ -11,6 +11,15 @@ def fingerprint(net, size, batch=4):
     return _core.net_fingerprint(net, batch, [3, size, size])
 
 
+_networks = []  # the networks of traced(), which their layers hold weakly
+
+
+def traced(network):
+    """The C++ layer that traces `network`, kept alive for the tests."""
+    _networks.append(network)
+    return _trace.python_net(network)
+
+
 @pytest.mark.parametrize("name,python_net,size", [
     ("resnet8", lambda: models.cifar_resnet(8, 10), 32),
     ("lenet", lambda: models.lenet(10, 3), 32),
@@ -19,15 +28,15 @@ def fingerprint(net, size, batch=4):
 ])
 def test_python_models_trace_to_the_cxx_models_graphs(name, python_net, size):
     cxx = _core.model_by_name(name, 10)
-    python = _trace.python_net(python_net())
+    python = traced(python_net())
     assert fingerprint(python, size) == fingerprint(cxx, size)
     assert (_core.net_fingerprint(python, 2, [3, size, size], training=False)
             == _core.net_fingerprint(cxx, 2, [3, size, size], training=False))
 
 
 def test_a_different_network_has_another_fingerprint():
-    assert (fingerprint(_trace.python_net(models.cifar_resnet(8, 10)), 32)
-            != fingerprint(_trace.python_net(models.cifar_resnet(8, 7)), 32))
+    assert (fingerprint(traced(models.cifar_resnet(8, 10)), 32)
+            != fingerprint(traced(models.cifar_resnet(8, 7)), 32))
 
 
 def test_parameters_are_named_by_their_place_in_the_network():
@@ -78,7 +87,7 @@ class Stranger(nn.Cell):
 
 def trace_error(net):
     with pytest.raises(ValueError) as error:
-        fingerprint(_trace.python_net(net), 8)
+        fingerprint(traced(net), 8)
     return str(error.value)
 
 
@@ -121,7 +130,7 @@ def test_ops_primitives_trace_like_layers():
         def construct(self, x):
             return self.fc(self.flatten(self.mean(ops.ReLU()(self.conv(x)), (2, 3))))
 
-    assert len(fingerprint(_trace.python_net(Head()), 8)) == 16
+    assert len(fingerprint(traced(Head()), 8)) == 16
 
 
 def test_same_padding_that_would_be_asymmetric_says_what_to_write():

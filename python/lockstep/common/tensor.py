@@ -13,9 +13,13 @@ from lockstep.common import dtype as mstype
 class Tensor:
     """Tensor(input_data, dtype=None): a copy of a numpy array, list or number."""
 
-    def __init__(self, input_data=None, dtype=None, shape=None, init=None):
+    def __init__(self, input_data=None, dtype=None, shape=None, init=None, const_arg=False,
+                 device=None):
         if init is not None:
             raise ValueError("Tensor(init=...) is not supported: pass input_data")
+        if const_arg or device is not None:
+            raise ValueError("Tensor: const_arg and device are not supported: a Tensor is a host "
+                             "value, never an argument of a compiled network")
         if input_data is None:
             if shape is None or dtype is None:
                 raise ValueError("Tensor needs input_data, or both shape and dtype")
@@ -55,7 +59,13 @@ class Parameter(Tensor):
     """A Cell's trainable parameter or state, named by its place in the network
     ("layer1.0.conv1.weight"). Its values are the Model's once the network is compiled."""
 
-    def __init__(self, default_input, name=None, requires_grad=True, shape=None):
+    def __init__(self, default_input, name=None, requires_grad=True, layerwise_parallel=False,
+                 parallel_optimizer=True, storage_format="", device=None, shape=None):
+        # parallel_optimizer only exempts a parameter from sharding, which Lockstep never does.
+        if layerwise_parallel or storage_format or device is not None:
+            raise ValueError(f"Parameter '{name}': layerwise_parallel, storage_format and device "
+                             "are not supported (data parallel: every rank holds every parameter "
+                             "whole, where the Model's device puts it)")
         if default_input is None:
             self._array = None
             self._shape = tuple(shape)
@@ -87,8 +97,11 @@ class Parameter(Tensor):
         """Whether asnumpy() has values to give (loaded, set or from a compiled Model)."""
         return self._model is not None or self._array is not None
 
-    def set_data(self, data):
+    def set_data(self, data, slice_shape=False):
         """Replaces the values with `data` (a Tensor or array of this parameter's shape)."""
+        if slice_shape:
+            raise ValueError(f"parameter '{self.name}': set_data(slice_shape=True) is not "
+                             "supported: parameters are whole on every rank")
         array = data.asnumpy() if isinstance(data, Tensor) else np.asarray(data)
         if tuple(array.shape) != self._shape:
             raise ValueError(f"parameter '{self.name}' has shape {list(self._shape)}, "
@@ -106,6 +119,12 @@ class Parameter(Tensor):
             model.set_variable(self.name, self._array)
         self._model = model
         self._array = None
+
+    def _unbind(self):
+        """Keeps the model's values in Python and lets go of the model."""
+        if self._model is not None:
+            self._array = self._model.variable(self.name)
+            self._model = None
 
     def __repr__(self):
         return f"Parameter(name={self.name}, shape={list(self._shape)}, dtype={self.dtype})"

@@ -5,12 +5,16 @@ torchrun, lockstep-run or a plain srun (the env:// contract, host collectives ov
 nothing (a world of one). After it, an uncaught error on one rank ends every rank: its traceback
 on that rank (for errors from the script's own code) and one line naming the rank."""
 
+import atexit
+import gc
 import sys
 import traceback
 
 from lockstep import _core
 
 _context = None  # the job's parallel context, once init() ran
+# MindSpore's default group argument: the world, the only group Lockstep has.
+_WORLD_GROUP = "hccl_world_group"
 
 
 def init(backend_name=None):
@@ -22,8 +26,17 @@ def init(backend_name=None):
                          "MPI or gloo on CPUs (None, 'nccl' or 'mccl')")
     if _context is None:
         _context = _core.init()
+        atexit.register(_finish)
         if _context.size > 1:
             sys.excepthook = _end_the_job
+
+
+def _finish():
+    """At exit, after the models let go of the context (their own atexit handlers run first):
+    the last reference ends the ranks' communicators and finalizes MPI, as mpirun expects."""
+    global _context
+    _context = None
+    gc.collect()
 
 
 def _require():
@@ -38,19 +51,19 @@ def context():
     return _context
 
 
-def get_rank(group=None):
+def get_rank(group=_WORLD_GROUP):
     return _require().rank
 
 
-def get_group_size(group=None):
+def get_group_size(group=_WORLD_GROUP):
     return _require().size
 
 
-def get_local_rank(group=None):
+def get_local_rank(group=_WORLD_GROUP):
     return _require().local_rank
 
 
-def get_local_rank_size(group=None):
+def get_local_rank_size(group=_WORLD_GROUP):
     return _require().local_size
 
 

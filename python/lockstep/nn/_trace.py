@@ -9,6 +9,7 @@ values (``a + b``) are named after the Cell whose construct applies them.
 """
 
 import traceback
+import weakref
 
 from lockstep import _core
 
@@ -84,6 +85,8 @@ def _located(error):
 def trace(root, ctx, images):
     """Runs root's construct on the graph input `images`; returns its output value."""
     global _active
+    if root is None:
+        raise TraceError("the network was freed before its model compiled it")
     if _active is not None:
         raise TraceError("a network's construct may not compile another network")
     _active = _Trace(root, ctx)
@@ -165,5 +168,9 @@ class SymbolicTensor:
 
 
 def python_net(root):
-    """The C++ layer that traces `root` whenever a graph is built."""
-    return _core.python_net(lambda ctx, images: trace(root, ctx, images))
+    """The C++ layer that traces `root` whenever a graph is built. It holds `root` weakly: the
+    network's Parameters hold the compiled model, and a strong reference back would make a cycle
+    through C++ that Python's collector cannot see (the model, and with it the ranks' context,
+    would never be freed)."""
+    network = weakref.ref(root)
+    return _core.python_net(lambda ctx, images: trace(network(), ctx, images))

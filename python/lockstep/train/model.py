@@ -2,7 +2,9 @@
 training graph (train/model.h) when training or evaluation first needs it, with the batch size
 and image shape of the data set it is given."""
 
+import atexit
 import warnings
+import weakref
 
 from lockstep import _core, communication, context
 from lockstep.common.seed import get_seed
@@ -98,6 +100,7 @@ class Model:
                 context.get_auto_parallel_context("all_reduce_fusion_config")))
         self._core.compile()
         self._bind(params)
+        atexit.register(_release_at_exit, weakref.ref(self))
 
     def _bind(self, params):
         """Every Parameter of the network reads and writes the compiled model's variable."""
@@ -109,6 +112,12 @@ class Model:
                              "__init__ but not called in construct)")
         for param in params.values():
             param._bind(self._core)
+
+    def _release(self):
+        """Lets go of the compiled model: its parameters keep their last values in Python."""
+        for param in self.train_network.get_parameters():
+            param._unbind()
+        self._core = None
 
     def _callbacks(self, callbacks):
         if callbacks is None:
@@ -145,3 +154,10 @@ class Model:
         metrics = self._metrics or {"accuracy"}
         names = {"acc": "accuracy"}
         return {m: result[names.get(m, m)] for m in metrics}
+
+
+def _release_at_exit(model_ref):
+    """A model still alive at exit lets go of the ranks' context before it ends."""
+    model = model_ref()
+    if model is not None and model._core is not None:
+        model._release()
