@@ -14,6 +14,8 @@ packages=(
   libisal-dev  # ISA-L: CRC-32C of the TensorBoard event files
   gnuplot-nox  # curves.png of lockstep-train --summary-dir
   python3-protobuf
+  python3-dev pybind11-dev python3-numpy  # the Python package lockstep (python/)
+  python3-pytest python3-venv  # its tests, and pip install . in a fresh venv
   libonnx-dev  # ONNX schema and checker of lockstep-ckpt export
   python3-onnx python3-opencv  # independent checks of the exported ONNX files (tests)
   clang libclang-rt-dev libomp-dev  # the libFuzzer targets (scripts/fuzz.sh)

@@ -6,7 +6,8 @@
 # hosts (mpirun does not forward the variable) run jobs whose hosts have different CPUs. That run
 # leaves out the `learning` test (three models trained to an accuracy, three minutes): the op and
 # step tests check the AVX2 kernels' numerics, and AVX2 machines run it in full. Then the
-# suite runs under AddressSanitizer + UBSan and its threaded parts under ThreadSanitizer
+# Python package is installed with pip into a fresh venv and tested there
+# (scripts/python_install.sh), and the suite runs under AddressSanitizer + UBSan and its threaded parts under ThreadSanitizer
 # (scripts/sanitize.sh), and the libFuzzer targets, built in the same ASan build, run for 30 s
 # each (scripts/fuzz.sh).
 set -euo pipefail
@@ -21,5 +22,6 @@ else
   echo "skipped the DNNL_MAX_CPU_ISA=AVX2 run of the suite: no AVX-512"
 fi
 cd - >/dev/null  # back to the repository root
+bash scripts/python_install.sh  # pip install . in a fresh venv, as a user installs the package
 bash scripts/sanitize.sh  # build-asan/ and build-tsan/
 bash scripts/fuzz.sh  # the libFuzzer targets, 30 s each, from build-asan/

@@ -266,6 +266,18 @@ void BindModel(py::module_& m) {
              RaiseIfError(status);
            })
       .def("train", &Train)
+      .def(
+          "train_step",
+          [](Model& model, const py::array& images, const py::array& labels) {
+            const train::Batch batch{.images = FromNumpy(images), .labels = FromNumpy(labels)};
+            absl::StatusOr<double> loss;
+            {
+              py::gil_scoped_release release;
+              loss = model.TrainStep(batch);
+            }
+            return ValueOrRaise(loss);
+          },
+          "One training step on one batch (benchmarks: the loop of Model.train is C++).")
       .def("eval", &Eval)
       .def("variable",
            [](const Model& model, const std::string& name) {
