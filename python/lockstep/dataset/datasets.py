@@ -127,13 +127,14 @@ class Dataset:
     def num_classes(self):
         return len(self.get_class_indexing())
 
-    def create_dict_iterator(self, num_epochs=-1, output_numpy=False, do_copy=True):
+    def create_dict_iterator(self, num_epochs=-1, output_numpy=False, do_copy=False):
         """Rows as {"image": ..., "label": ...} of Tensors (numpy arrays with output_numpy);
         rows are always copies, whatever do_copy says."""
         return DictIterator(self._build(), self._plan.batch is not None, COLUMNS, num_epochs,
                             output_numpy)
 
-    def create_tuple_iterator(self, columns=None, num_epochs=-1, output_numpy=False, do_copy=True):
+    def create_tuple_iterator(self, columns=None, num_epochs=-1, output_numpy=False,
+                              do_copy=False):
         """Rows as [image, label] (or `columns`, in their order)."""
         return TupleIterator(self._build(), self._plan.batch is not None, columns or COLUMNS,
                              num_epochs, output_numpy)

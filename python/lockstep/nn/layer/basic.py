@@ -1,6 +1,7 @@
 """nn.Dense, nn.ReLU, nn.Flatten, as MindSpore's."""
 
 from lockstep import _core
+from lockstep.common import dtype as mstype
 from lockstep.common.tensor import Parameter
 from lockstep.nn.cell import Cell
 from lockstep.nn.layer._init import initial_values
@@ -10,10 +11,13 @@ class Dense(Cell):
     """y = x W^T + b; weight (out, in) and bias uniform in +-1/sqrt(in)."""
 
     def __init__(self, in_channels, out_channels, weight_init=None, bias_init=None,
-                 has_bias=True, activation=None, dtype=None):
+                 has_bias=True, activation=None, dtype=mstype.float32):
         super().__init__()
         if activation not in (None, "relu"):
             raise ValueError(f"Dense: activation={activation!r}: only None or 'relu'")
+        if dtype != mstype.float32:
+            raise ValueError(f"Dense: dtype={dtype!r}: parameters are float32 (amp_level sets "
+                             "the computation's type)")
         self.in_channels, self.out_channels = in_channels, out_channels
         self._activation = activation
         self._layer = _core.dense(in_channels, out_channels, has_bias)

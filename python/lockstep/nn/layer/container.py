@@ -36,9 +36,15 @@ class SequentialCell(Cell):
 
 
 class CellList(Cell):
-    def __init__(self, args=None):
-        super().__init__()
-        for cell in args or []:
+    """CellList(cells) or CellList(): MindSpore's (*args, **kwargs), of which it reads the list
+    args[0] and auto_prefix."""
+
+    def __init__(self, *args, **kwargs):
+        if len(args) > 1 or set(kwargs) - {"auto_prefix"}:
+            raise TypeError(f"CellList takes a list of Cells and auto_prefix, not {len(args)} "
+                            f"arguments and {sorted(kwargs)}")
+        super().__init__(kwargs.get("auto_prefix", True))
+        for cell in args[0] if args else []:
             self.append(cell)
 
     def append(self, cell):

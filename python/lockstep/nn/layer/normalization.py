@@ -2,6 +2,7 @@
 moving_variance (running statistics, saved in checkpoints)."""
 
 from lockstep import _core
+from lockstep.common import dtype as mstype
 from lockstep.common.tensor import Parameter
 from lockstep.nn.cell import Cell
 from lockstep.nn.layer._init import initial_values
@@ -12,7 +13,7 @@ class BatchNorm2d(Cell):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.9, affine=True, gamma_init="ones",
                  beta_init="zeros", moving_mean_init="zeros", moving_var_init="ones",
-                 use_batch_statistics=None, data_format="NCHW", dtype=None):
+                 use_batch_statistics=None, data_format="NCHW", dtype=mstype.float32):
         super().__init__()
         name = type(self).__name__
         if not affine:
@@ -22,6 +23,9 @@ class BatchNorm2d(Cell):
                              "uses the batch's statistics and evaluation the running ones")
         if data_format != "NCHW":
             raise ValueError(f"{name}: data_format={data_format!r}: Lockstep's graphs are NCHW")
+        if dtype != mstype.float32:
+            raise ValueError(f"{name}: dtype={dtype!r}: parameters are float32 (amp_level sets "
+                             "the computation's type)")
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"{name}: momentum must be in [0, 1], got {momentum}")
         zero_gamma = isinstance(gamma_init, str) and gamma_init == "zeros"
@@ -50,9 +54,9 @@ class SyncBatchNorm(BatchNorm2d):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.9, affine=True, gamma_init="ones",
                  beta_init="zeros", moving_mean_init="zeros", moving_var_init="ones",
-                 use_batch_statistics=None, process_groups=None, dtype=None):
+                 use_batch_statistics=None, process_groups=None, dtype=mstype.float32):
         if process_groups is not None:
             raise ValueError("SyncBatchNorm: process_groups is not supported: statistics are "
                              "over every rank")
         super().__init__(num_features, eps, momentum, affine, gamma_init, beta_init,
-                         moving_mean_init, moving_var_init, use_batch_statistics)
+                         moving_mean_init, moving_var_init, use_batch_statistics, dtype=dtype)

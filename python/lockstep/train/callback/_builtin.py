@@ -7,13 +7,13 @@ from lockstep.train.callback._callback import Callback
 
 
 class LossMonitor(Callback):
-    """Every per_print_steps steps: "epoch: 1 step: 20, loss is 2.3102"; a NaN or infinite loss
+    """Every per_print_times steps: "epoch: 1 step: 20, loss is 2.3102"; a NaN or infinite loss
     stops training."""
 
-    def __init__(self, per_print_steps=1):
-        if per_print_steps < 1:
-            raise ValueError(f"LossMonitor: per_print_steps must be >= 1, got {per_print_steps}")
-        self._per_print_steps = per_print_steps
+    def __init__(self, per_print_times=1):
+        if per_print_times < 1:
+            raise ValueError(f"LossMonitor: per_print_times must be >= 1, got {per_print_times}")
+        self._per_print_steps = per_print_times
 
     def _native(self):
         return _core.loss_monitor(self._per_print_steps)
@@ -36,12 +36,15 @@ class CheckpointConfig:
     def __init__(self, save_checkpoint_steps=1, save_checkpoint_seconds=0,
                  keep_checkpoint_max=5, keep_checkpoint_per_n_minutes=0, integrated_save=True,
                  async_save=False, saved_network=None, append_info=None, enc_key=None,
-                 enc_mode="AES-GCM", exception_save=False, **kwargs):
+                 enc_mode="AES-GCM", exception_save=False, crc_check=False,
+                 remove_redundancy=False, format="ckpt", **kwargs):
+        # crc_check: Lockstep's files always end in the CRC trailer.
         unsupported = {"save_checkpoint_seconds": save_checkpoint_seconds,
                        "keep_checkpoint_per_n_minutes": keep_checkpoint_per_n_minutes,
                        "async_save": async_save, "saved_network": saved_network,
                        "append_info": append_info, "enc_key": enc_key,
-                       "exception_save": exception_save, **kwargs}
+                       "exception_save": exception_save, "remove_redundancy": remove_redundancy,
+                       "format": format != "ckpt", **kwargs}
         named = sorted(name for name, value in unsupported.items() if value)
         if named:
             raise ValueError(f"CheckpointConfig: {', '.join(named)} not supported")
