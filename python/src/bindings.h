@@ -17,6 +17,7 @@ void BindTrace(pybind11::module_& m);       // Cells traced into the graph: laye
 void BindModel(pybind11::module_& m);       // Model, losses, optimizer, callbacks
 void BindDataset(pybind11::module_& m);     // ImageFolder pipelines and their transforms
 void BindCheckpoint(pybind11::module_& m);  // MindSpore .ckpt files read and written
+void BindJob(pybind11::module_& m);         // the start-up checks the ranks agree on
 
 // Raises a failed `status` in Python with its message: ValueError for a bad argument,
 // FileNotFoundError for a missing file, RuntimeError for the rest.

@@ -145,9 +145,6 @@ std::unique_ptr<Model> MakeModel(std::shared_ptr<train::Layer> net, ModelArgs ar
   }
   if (args.context.has_value()) {
     options.device = ValueOrRaise(args.context->DeviceFor(args.device));
-    if (args.device != "cpu") {
-      options.normalize_images.reset();  // the data sets normalize on the host
-    }
   }
   if (args.data_parallel) {
     options.parallel = {.mode = parallel::ParallelMode::kDataParallel,
@@ -232,7 +229,10 @@ void BindModel(py::module_& m) {
   BindCallbacks(m);
   py::class_<DynamicScaleArgs>(m, "DynamicScale")
       .def(py::init<double, double, int64_t>(), py::arg("initial"), py::arg("factor"),
-           py::arg("window"));
+           py::arg("window"))
+      .def_readonly("initial", &DynamicScaleArgs::initial)
+      .def_readonly("factor", &DynamicScaleArgs::factor)
+      .def_readonly("window", &DynamicScaleArgs::window);
   py::class_<Model>(m, "Model")
       .def(py::init([](std::shared_ptr<train::Layer> net, int64_t batch_size,
                        std::vector<int64_t> image_shape, uint64_t seed,

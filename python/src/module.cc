@@ -9,4 +9,5 @@ PYBIND11_MODULE(_core, m) {
   lockstep::python::BindModel(m);
   lockstep::python::BindDataset(m);
   lockstep::python::BindCheckpoint(m);
+  lockstep::python::BindJob(m);
 }

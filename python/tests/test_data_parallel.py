@@ -110,3 +110,16 @@ def test_ctrl_c_under_mpirun_ends_every_rank(sample, tmp_path):
     assert mpirun.returncode != 0
     ps = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True)
     assert ps.stdout.strip() == "", "ranks left running"
+
+
+def test_ranks_that_set_up_different_models_end_with_one_message(sample, tmp_path):
+    script = tmp_path / "differ.py"
+    script.write_text(f"DATA = {os.path.join(sample, 'train')!r}\n" + FAILING_CALLBACK.replace(
+        "nn.Momentum(net.trainable_params(), 0.01, 0.9)",
+        "nn.Momentum(net.trainable_params(), 0.01 * (1 + get_rank()), 0.9)"))
+    result = run(ranks(2) + python(str(script)), timeout=120)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert output.count("lockstep: error: the ranks' scripts set up different models") == 1, output
+    assert "learning_rates (1 rate(s), 0.01 .. 0.01" in output, output
+    assert "Traceback" not in output and "MPI_Abort" not in output, output

@@ -78,6 +78,12 @@ def _raised_in_lockstep(trace):
 
 
 def _end_the_job(kind, error, trace):
+    if getattr(error, "lockstep_agreed", False):
+        # Every rank holds this error and ends alike: rank 0 speaks for all, and the ranks exit
+        # (status 1), finalizing MPI, instead of aborting the job.
+        if _context.rank == 0:
+            print(f"lockstep: error: {error}", file=sys.stderr, flush=True)
+        return
     if issubclass(kind, KeyboardInterrupt):
         message = "interrupted (Ctrl-C)"
     else:

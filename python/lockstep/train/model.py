@@ -3,6 +3,7 @@ training graph (train/model.h) when training or evaluation first needs it, with 
 and image shape of the data set it is given."""
 
 import atexit
+import hashlib
 import warnings
 import weakref
 
@@ -82,22 +83,27 @@ class Model:
                           "models: set_auto_parallel_context(parallel_mode="
                           "ParallelMode.DATA_PARALLEL) makes them one", stacklevel=3)
         self.device_number = ctx.size
-        batch_size, image_shape = _core.batch_shape(dataset._pipeline())
+        pipeline = dataset._pipeline()
+        batch_size, image_shape = _core.batch_shape(pipeline)
         loss_scale, dynamic, scaled_by = self._loss_scaling()
         params = self.train_network.parameters_dict()  # names them too
-        self._core = _core.Model(
-            net=_trace.python_net(self.train_network), batch_size=batch_size,
-            image_shape=list(image_shape), seed=get_seed() or 0,
+        net = _trace.python_net(self.train_network)
+        options = dict(
+            batch_size=batch_size, image_shape=list(image_shape), seed=get_seed() or 0,
             learning_rates=self.optimizer.learning_rates, momentum=self.optimizer.momentum,
             weight_decay=self.optimizer.weight_decay, nesterov=self.optimizer.use_nesterov,
             gradient_divisor=self.optimizer.gradient_divisor(scaled_by), loss_scale=loss_scale,
             dynamic_loss_scale=dynamic, amp_level=self._amp_level,
             device="cuda" if context.get_context("device_target") == "GPU" else "cpu",
-            context=ctx, data_parallel=data_parallel and ctx.size > 1,
+            data_parallel=data_parallel and ctx.size > 1,
             gradients_mean=context.get_auto_parallel_context("gradients_mean"),
             sync_batch_norm=False,
             all_reduce_fusion_config=list(
                 context.get_auto_parallel_context("all_reduce_fusion_config")))
+        _core.check_job(net, self.train_network.cls_name, "the training data set",
+                        options["device"] == "cpu", _settings(options, len(params)), pipeline,
+                        ctx)
+        self._core = _core.Model(net=net, context=ctx, **options)
         self._core.compile()
         self._bind(params)
         atexit.register(_release_at_exit, weakref.ref(self))
@@ -154,6 +160,20 @@ class Model:
         metrics = self._metrics or {"accuracy"}
         names = {"acc": "accuracy"}
         return {m: result[names.get(m, m)] for m in metrics}
+
+
+def _settings(options, parameters):
+    """What every rank's model must share, as (name, text) pairs: a per-step rate list by its
+    length, ends and digest."""
+    settings = [("parameters", str(parameters))]
+    for name, value in sorted(options.items()):
+        if name == "learning_rates":
+            digest = hashlib.sha256(repr(value).encode()).hexdigest()[:12]
+            value = f"{len(value)} rate(s), {value[0]:g} .. {value[-1]:g}, sha256 {digest}"
+        elif isinstance(value, _core.DynamicScale):
+            value = f"{value.initial:g}, {value.factor:g}, {value.window}"
+        settings.append((name, str(value)))
+    return settings
 
 
 def _release_at_exit(model_ref):

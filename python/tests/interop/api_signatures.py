@@ -78,14 +78,6 @@ CONSTANTS = [
 # Deliberate differences: (path, parameter) -> (MindSpore's, Lockstep's, why); an entry
 # allows that mismatch only, as compare() words it (the start of each side's words).
 ALLOWED = {
-    ("get_auto_parallel_context", "*"): (
-        "present", "absent",
-        "lockstep/__init__.py, outside the signature fixes, does not export it yet "
-        "(lockstep.context does); remove this entry once it does"),
-    ("reset_auto_parallel_context", "*"): (
-        "present", "absent",
-        "lockstep/__init__.py, outside the signature fixes, does not export it yet "
-        "(lockstep.context does); remove this entry once it does"),
     ("module dataset.vision.c_transforms", "import"): (
         "absent", "present",
         "MindSpore 2.x dropped this MindSpore 1.x path; Lockstep keeps it for 1.x scripts"),
