@@ -1,11 +1,8 @@
 #include "bench/transport.h"
 
 #include <mpi.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <map>
 #include <vector>
 
@@ -13,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/host_name.h"
 #include "core/tensor.h"
 
 namespace lockstep::bench {
@@ -51,13 +49,11 @@ bool Admits(const std::string& selection, const std::string& component) {
 }
 
 // Ranks per host, in the order the hosts' first ranks come, from every rank's host name
-// (gethostname, which is also what Open MPI's MPI_Get_processor_name gives).
+// (HostName, which is also what Open MPI's MPI_Get_processor_name gives).
 absl::StatusOr<std::vector<int>> RanksPerHost(parallel::CommGroup& group) {
   const int size = group.communicator->size();
   Tensor name = Tensor::Zeros({kNameBytes}, DType::kU8);
-  if (gethostname(static_cast<char*>(name.raw_data()), kNameBytes - 1) != 0) {
-    return absl::InternalError(absl::StrCat("gethostname: ", std::strerror(errno)));
-  }
+  HostName().copy(static_cast<char*>(name.raw_data()), kNameBytes - 1);
   Tensor names = Tensor::Zeros({size * kNameBytes}, DType::kU8);
   LS_RETURN_IF_ERROR(group.RunNow(
       "AllGather", [&group, &name, &names] { return group.communicator->AllGather(name, names); }));

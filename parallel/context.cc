@@ -1,12 +1,12 @@
 #include "parallel/context.h"
 
 #include <mpi.h>
-#include <unistd.h>
 
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "core/host_name.h"
 #include "core/logging.h"
 #include "parallel/agree.h"
 #include "parallel/gpu_assignment.h"
@@ -47,12 +47,6 @@ constexpr bool kCudaBuild = false;
 #endif
 
 #ifdef LOCKSTEP_WITH_CUDA
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "an unnamed host";
-  return name;
-}
-
 // The UUIDs of the devices this process sees, as nvidia-smi -L prints them; none without a
 // driver.
 std::vector<std::string> VisibleGpus() {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "ckpt/naming.h"
+#include "core/host_name.h"
 #include "core/logging.h"
 #include "graph/serialize.h"
 #include "parallel/agree.h"
@@ -154,18 +155,11 @@ absl::Status CheckDirectory(const std::string& directory) {
   return absl::OkStatus();
 }
 
-// This host's name, for the lock's record.
-std::string Hostname() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
 // Rank 0's "host:pid:start time", the same on every rank of the job and in every call.
 absl::StatusOr<std::string> JobId(parallel::Communicator& world) {
   static const int64_t started_ns = absl::GetCurrentTimeNanos();
   const std::string mine =
-      world.rank() == 0 ? absl::StrCat(Hostname(), ":", getpid(), ":", started_ns) : "";
+      world.rank() == 0 ? absl::StrCat(HostName(), ":", getpid(), ":", started_ns) : "";
   return BroadcastFromRankZero(mine, world);
 }
 
@@ -331,7 +325,7 @@ absl::StatusOr<std::shared_ptr<ckpt::DirectoryLock>> LockCheckpointDirectory(
     const std::string& directory, bool writes_here, parallel::Communicator& world) {
   LS_ASSIGN_OR_RETURN(const std::string job, JobId(world));
   absl::StatusOr<std::shared_ptr<ckpt::DirectoryLock>> lock = nullptr;
-  if (writes_here) lock = ckpt::DirectoryLock::TryAcquire(directory, {job, Hostname(), getpid()});
+  if (writes_here) lock = ckpt::DirectoryLock::TryAcquire(directory, {job, HostName(), getpid()});
   // Agreed before any rank reads the lock file: by then each rank that took it has recorded
   // this job there.
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(lock.status(), world));

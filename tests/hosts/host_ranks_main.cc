@@ -7,7 +7,6 @@
 // to; exit 1 otherwise.
 
 #include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -16,6 +15,7 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "core/host_name.h"
 #include "core/threads.h"
 #include "examples/env_options.h"
 #include "parallel/context.h"
@@ -31,7 +31,7 @@ absl::Status Report(const Context& ctx) {
   const int ranks = world.size();
   Tensor name = Tensor::Empty({kNameBytes}, DType::kU8);
   std::memset(name.data<uint8_t>(), 0, kNameBytes);
-  gethostname(reinterpret_cast<char*>(name.data<uint8_t>()), kNameBytes - 1);
+  HostName().copy(reinterpret_cast<char*>(name.data<uint8_t>()), kNameBytes - 1);
   cpu_set_t bound;
   sched_getaffinity(0, sizeof(bound), &bound);
   Tensor fields = Tensor::Empty({kFields}, DType::kI64);

@@ -11,8 +11,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
-#include "core/paths.h"
 #include "ckpt/file_io.h"
+#include "core/host_name.h"
+#include "core/paths.h"
 #include "train/summary/event.pb.h"
 #include "train/summary/tfrecord.h"
 
@@ -21,12 +22,6 @@ namespace {
 
 double WallTime() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
 }
 
 // The shortest text that reads back as the same double; JSON has no NaN or infinity, so those
