@@ -133,9 +133,7 @@ class Backend {
                                        const std::vector<float>& std);
   // Whether this device's hardware computes in `dtype` (low precision gains speed only where it
   // does). Float32, float64 and the integers everywhere; bf16 and f16 where a backend says so.
-  virtual bool ComputesNatively(DType dtype) const {
-    return dtype != DType::kBF16 && dtype != DType::kF16;
-  }
+  virtual bool ComputesNatively(DType dtype) const { return !IsLowPrecision(dtype); }
 };
 
 // The arguments of Backend::NormalizeImages: shapes that match, 1 to 4 channels, one mean and

@@ -15,6 +15,12 @@ const char* DTypeName(DType dtype);
 // Inverse of DTypeName; false when the name is unknown.
 bool ParseDType(std::string_view name, DType* dtype);
 
+// bf16 and f16: stored in 16 bits, computed in float32.
+constexpr bool IsLowPrecision(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16; }
+// Float32 and the low-precision dtypes: what the kernels compute in float32, mixed precision casts
+// between and the float layouts hold. Not f64, which keeps to its own kernels.
+constexpr bool IsFloat(DType dtype) { return dtype == DType::kF32 || IsLowPrecision(dtype); }
+
 template <typename T>
 constexpr DType DTypeOf();
 template <>

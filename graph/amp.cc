@@ -24,7 +24,7 @@ bool ParseAmpLevel(std::string_view name, AmpLevel* level) {
 }
 
 absl::Status CheckAmpOptions(const AmpOptions& options) {
-  if (options.dtype == DType::kBF16 || options.dtype == DType::kF16) return absl::OkStatus();
+  if (IsLowPrecision(options.dtype)) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("amp_dtype must be bf16 or f16, got ", DTypeName(options.dtype)));
 }

@@ -22,11 +22,11 @@ absl::Status CheckActivation(const TensorType& x) {
   return absl::OkStatus();
 }
 
-bool LowPrecision(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16; }
-
 // The dtype of the statistics (batch and running mean and variance): float32 for bf16 and f16
 // data, else x's own.
-DType StatisticsDType(const TensorType& x) { return LowPrecision(x.dtype) ? DType::kF32 : x.dtype; }
+DType StatisticsDType(const TensorType& x) {
+  return IsLowPrecision(x.dtype) ? DType::kF32 : x.dtype;
+}
 
 // Inputs first, first + 1, ... (named in `names`) must be (C) vectors: statistics in
 // StatisticsDType, parameters (scale and shift) in it or in x's dtype (mixed precision at O3).

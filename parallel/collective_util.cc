@@ -9,11 +9,6 @@
 namespace lockstep::parallel {
 namespace {
 
-bool IsFloating(DType dtype) {
-  return dtype == DType::kF16 || dtype == DType::kBF16 || dtype == DType::kF32 ||
-         dtype == DType::kF64;
-}
-
 absl::Status CheckTensor(const Communicator& comm, absl::string_view collective,
                          absl::string_view role, const Tensor& tensor) {
   if (!tensor.defined()) {
@@ -32,7 +27,7 @@ absl::Status CheckReducible(absl::string_view collective, DType dtype, ReduceOp 
   if (dtype == DType::kBool) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": bool tensors cannot be reduced"));
   }
-  if (op == ReduceOp::kAvg && !IsFloating(dtype)) {
+  if (op == ReduceOp::kAvg && !IsFloat(dtype) && dtype != DType::kF64) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " needs a floating-point tensor, got ", DTypeName(dtype)));
   }

@@ -140,7 +140,7 @@ absl::StatusOr<std::shared_ptr<MpiCommunicator>> MpiCommunicator::Create(MPI_Com
 }
 
 MPI_Op MpiCommunicator::OpFor(ReduceOp op, DType dtype) const {
-  if (dtype == DType::kBF16 || dtype == DType::kF16) return half_ops_[HalfOpIndex(op, dtype)];
+  if (IsLowPrecision(dtype)) return half_ops_[HalfOpIndex(op, dtype)];
   return BuiltinOp(op);
 }
 

@@ -4,9 +4,7 @@ namespace lockstep::parallel {
 
 absl::Status CheckWireDType(DType dtype, DType wire) {
   if (wire == dtype) return absl::OkStatus();
-  if (dtype == DType::kF32 && (wire == DType::kBF16 || wire == DType::kF16)) {
-    return absl::OkStatus();
-  }
+  if (dtype == DType::kF32 && IsLowPrecision(wire)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       DTypeName(dtype), " tensors are reduced in ",
       dtype == DType::kF32 ? "f32, bf16 or f16" : DTypeName(dtype), ", not in ", DTypeName(wire)));

@@ -1,7 +1,8 @@
 // AutoMixedPrecision: before Autodiff, gives every forward node the dtype its op's precision
 // policy (graph/op_def.h) names at the amp level (graph/amp.h), with Cast nodes where a value
 // arrives in another dtype. Autodiff then carries gradients back through Cast, whose gradient is
-// a Cast back, so parameter gradients arrive in float32 like their parameters.
+// a Cast back, so parameter gradients arrive in float32 like their parameters. Only float values
+// (IsFloat) are cast: integers (labels), masks and f64 never.
 
 #include <map>
 #include <utility>
@@ -15,11 +16,6 @@ namespace lockstep {
 namespace {
 
 constexpr char kCast[] = "Cast";
-
-// The dtypes the pass moves values between; integers (labels), masks and f64 are never cast.
-bool IsCastable(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
-}
 
 class Rewriter {
  public:
@@ -45,7 +41,7 @@ class Rewriter {
     if (!policy.follows_input) {
       const DType compute = policy.LowAt(options_.level) ? options_.dtype : DType::kF32;
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        if (!IsCastable(node.inputs[i]->dtype())) continue;
+        if (!IsFloat(node.inputs[i]->dtype())) continue;
         const bool float32 = policy.KeepsFloat32(static_cast<int>(i), options_.level);
         LS_ASSIGN_OR_RETURN(node.inputs[i],
                             CastTo(node.inputs[i], float32 ? DType::kF32 : compute, &node));
@@ -77,7 +73,7 @@ class Rewriter {
   // source is cast.
   absl::StatusOr<Value*> CastTo(Value* value, DType dtype, const Node* reader) {
     while (value->dtype() != dtype && value->producer->op->name() == kCast &&
-           IsCastable(value->producer->inputs[0]->dtype())) {
+           IsFloat(value->producer->inputs[0]->dtype())) {
       value = value->producer->inputs[0];
     }
     if (value->dtype() == dtype) return value;

@@ -30,10 +30,6 @@ void ConvertFrom(const void* from, void* to, DType to_dtype, int64_t n) {
 
 }  // namespace
 
-bool ConvertibleFloat(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
-}
-
 void ConvertFloats(const void* from, DType from_dtype, void* to, DType to_dtype, int64_t n) {
   switch (from_dtype) {
     case DType::kF32:

@@ -12,10 +12,8 @@
 
 namespace lockstep::cpu {
 
-// Whether ConvertFloats converts this dtype: float32, bf16 or f16.
-bool ConvertibleFloat(DType dtype);
-
-// `n` elements of `from` (in `from_dtype`) into `to` (in `to_dtype`), both ConvertibleFloat.
+// `n` elements of `from` (in `from_dtype`) into `to` (in `to_dtype`), both IsFloat (float32,
+// bf16 or f16).
 void ConvertFloats(const void* from, DType from_dtype, void* to, DType to_dtype, int64_t n);
 
 }  // namespace lockstep::cpu

@@ -18,9 +18,7 @@ bool OneDnnUsesAvx512() {
 // multiples of `block`.
 LayoutInfo Blocked(std::string name, int block, bool weights) {
   return {std::move(name), [block, weights](const Shape& shape, DType dtype) {
-            const bool floating =
-                dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
-            return floating && shape.size() == 4 && shape[1] % block == 0 &&
+            return IsFloat(dtype) && shape.size() == 4 && shape[1] % block == 0 &&
                    (!weights || shape[0] % block == 0);
           }};
 }

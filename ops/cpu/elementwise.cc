@@ -159,8 +159,7 @@ class CastKernel : public Kernel {
 
 // Between float32, bf16 and f16 (either way), in any layout: see ops/cpu/convert_floats.h.
 bool CastsFloats(const Node& node) {
-  return cpu::ConvertibleFloat(node.inputs[0]->dtype()) &&
-         cpu::ConvertibleFloat(node.output()->dtype());
+  return IsFloat(node.inputs[0]->dtype()) && IsFloat(node.output()->dtype());
 }
 
 class CastFloatsKernel : public Kernel {

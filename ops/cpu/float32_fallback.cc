@@ -14,8 +14,6 @@
 namespace lockstep {
 namespace {
 
-bool LowPrecision(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16; }
-
 // A copy of a node whose bf16 and f16 values are float32; kernels keep pointers to neither.
 struct Twin {
   Node node;
@@ -24,7 +22,7 @@ struct Twin {
 
 std::unique_ptr<Value> Float32Copy(const Value& value) {
   auto copy = std::make_unique<Value>(value);
-  if (LowPrecision(copy->type.dtype)) copy->type.dtype = DType::kF32;
+  if (IsLowPrecision(copy->type.dtype)) copy->type.dtype = DType::kF32;
   return copy;
 }
 
@@ -61,14 +59,14 @@ class Float32FallbackKernel : public Kernel {
     // The copies follow the twin's scratch.
     size_t offset = AlignUp(kernel_->WorkspaceBytes());
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      if (LowPrecision(node.inputs[i]->dtype())) {
+      if (IsLowPrecision(node.inputs[i]->dtype())) {
         inputs_.push_back({i, offset, node.inputs[i]->dtype()});
         offset +=
             AlignUp(LayoutBytes(node.inputs[i]->layout, node.inputs[i]->shape(), DType::kF32));
       }
     }
     for (size_t i = 0; i < node.outputs.size(); ++i) {
-      if (LowPrecision(node.outputs[i]->dtype())) {
+      if (IsLowPrecision(node.outputs[i]->dtype())) {
         outputs_.push_back({i, offset, node.outputs[i]->dtype()});
         offset +=
             AlignUp(LayoutBytes(node.outputs[i]->layout, node.outputs[i]->shape(), DType::kF32));

@@ -260,7 +260,7 @@ class CudaBackend : public Backend {
   std::vector<Layout> SharedLayoutOffer() const override { return {NhwcLayout()}; }
   // Tensor cores take f16 from Volta (compute capability 7.0) and bf16 from Ampere (8.0).
   bool ComputesNatively(DType dtype) const override {
-    if (dtype != DType::kBF16 && dtype != DType::kF16) return true;
+    if (!IsLowPrecision(dtype)) return true;
     static const int major = [] {
       int value = 0;
       return cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess

@@ -40,7 +40,7 @@ void Permute(const char* from, char* to, const Shape& shape, size_t bytes) {
 Layout NhwcLayout() { return Registered(); }
 
 bool NhwcEligible(const Shape& shape, DType dtype) {
-  return shape.size() == 4 && (dtype == DType::kBF16 || dtype == DType::kF16);
+  return shape.size() == 4 && IsLowPrecision(dtype);
 }
 
 Layout NhwcIfEligible(const Value& value) {

@@ -96,7 +96,7 @@ absl::StatusOr<ConvDescFields> ConvFields(const Attrs& attrs, DType dtype) {
     return absl::InvalidArgumentError(absl::StrCat("groups must be >= 1, got ", fields.groups));
   }
   LS_ASSIGN_OR_RETURN(fields.compute, ConvComputeType(dtype));
-  if (dtype == DType::kF16 || dtype == DType::kBF16) fields.math = CUDNN_TENSOR_OP_MATH;
+  if (IsLowPrecision(dtype)) fields.math = CUDNN_TENSOR_OP_MATH;
   return fields;
 }
 

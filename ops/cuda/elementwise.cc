@@ -4,9 +4,8 @@
 // keep their first input's layout (NHWC activations stay NHWC); BiasAdd and its gradient, which
 // index channels, want plain; Cast converts the layout as it converts the dtype (CastLayouts).
 
-#include <algorithm>
+#include <array>
 #include <cstdint>
-#include <iterator>
 #include <type_traits>
 
 #include "graph/kernel.h"
@@ -118,10 +117,6 @@ class FillKernel : public Kernel {
  private:
   float value_;
 };
-
-bool IsFloat(DType dtype) {
-  return std::ranges::find(cuda::kFloatDTypes, dtype) != std::end(cuda::kFloatDTypes);
-}
 
 // Between float types, Cast takes its input in the layout it comes in and gives its output NHWC
 // where eligible, permuting as it converts: a float32 image or weight cast to 16 bits goes to its

@@ -24,8 +24,6 @@ namespace {
 using testing::GradCheckInput;
 using testing::RunForward;
 
-bool LowPrecision(DType dtype) { return dtype == DType::kBF16 || dtype == DType::kF16; }
-
 std::string Name(DType dtype) { return DTypeName(dtype); }
 
 // An output's rounding in `dtype`, relative to max(1, max |reference|): one unit in the last
@@ -41,7 +39,7 @@ Value* Low(Builder& b, Value* v, DType dtype, bool twin) {
 // Outputs in bf16 or f16 cast back into float32 (the harness reads float32).
 std::vector<Value*> Wide(Builder& b, std::vector<Value*> outputs) {
   for (Value*& output : outputs) {
-    if (output != nullptr && LowPrecision(output->dtype())) {
+    if (output != nullptr && IsLowPrecision(output->dtype())) {
       output = b.Op1("Cast", {output}, {{"dtype", std::string("f32")}});
     }
   }
