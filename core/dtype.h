@@ -20,6 +20,8 @@ constexpr bool IsLowPrecision(DType dtype) { return dtype == DType::kBF16 || dty
 // Float32 and the low-precision dtypes: what the kernels compute in float32, mixed precision casts
 // between and the float layouts hold. Not f64, which keeps to its own kernels.
 constexpr bool IsFloat(DType dtype) { return dtype == DType::kF32 || IsLowPrecision(dtype); }
+// The IsFloat dtypes, for registering kernels in each.
+inline constexpr DType kFloatDTypes[] = {DType::kF32, DType::kBF16, DType::kF16};
 
 template <typename T>
 constexpr DType DTypeOf();

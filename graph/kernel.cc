@@ -96,4 +96,12 @@ absl::StatusOr<const KernelDef*> KernelRegistry::Find(const Node& node, DeviceTy
   return &it->second;
 }
 
+bool RegisterFloatKernels(KernelDef def) {
+  for (DType dtype : kFloatDTypes) {
+    def.dtype = dtype;
+    KernelRegistry::Global().Register(def);
+  }
+  return true;
+}
+
 }  // namespace lockstep

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/half.h"
 #include "core/layout.h"
 #include "core/status.h"
 #include "core/tensor.h"
@@ -107,12 +108,24 @@ struct KernelDef {
   bool needs_native_dtype = false;
 };
 
-// A factory for kernels whose constructor takes the node and cannot fail.
-template <typename K>
-KernelFactory MakeFactory() {
-  return [](const Node& node, const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    return std::make_unique<K>(node);
-  };
+// Kernels whose building can fail have a static Create in place of a constructor.
+template <typename K, typename... Args>
+concept BuiltByCreate = requires(const Node& node, Args... args) {
+  K::Create(node, args...);
+};
+
+// A factory for kernel K of a node: K::Create(node, args...) where K has one, else
+// K(node, args...), which cannot fail.
+template <typename K, typename... Args>
+KernelFactory MakeFactory(Args... args) {
+  return
+      [args...](const Node& node, const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        if constexpr (BuiltByCreate<K, Args...>) {
+          return K::Create(node, args...);
+        } else {
+          return std::make_unique<K>(node, args...);
+        }
+      };
 }
 
 class KernelRegistry {
@@ -134,6 +147,36 @@ class KernelRegistry {
   std::map<std::tuple<std::string, DeviceType, DType>, KernelDef> kernels_;
   std::map<std::pair<DeviceType, DType>, KernelDef> fallbacks_;
 };
+
+// The element types a backend's kernels hold f32, bf16 and f16 in.
+template <typename F32T, typename BF16T, typename F16T>
+struct FloatElements {
+  using F32 = F32T;
+  using BF16 = BF16T;
+  using F16 = F16T;
+};
+// The host's (core/half.h).
+using HostFloats = FloatElements<float, BFloat16, Float16>;
+
+// Registers `def` (op, device, layouts, factory) in every float dtype (kFloatDTypes): for kernels
+// that read the dtype off the node.
+bool RegisterFloatKernels(KernelDef def);
+
+// Registers K<T> as def.op's kernel on def.device in each float dtype, T the element type
+// `Elements` (a FloatElements) holds it in, built by MakeFactory<K<T>>(args...). A float kernel
+// templated on its element type needs this one line.
+template <template <typename> class K, typename Elements, typename... Args>
+bool RegisterFloatKernels(KernelDef def, Args... args) {
+  const auto in = [&def](DType dtype, KernelFactory create) {
+    KernelDef typed = def;
+    typed.dtype = dtype;
+    typed.create = std::move(create);
+    return KernelRegistry::Global().Register(std::move(typed));
+  };
+  return in(DType::kF32, MakeFactory<K<typename Elements::F32>>(args...)) &&
+         in(DType::kBF16, MakeFactory<K<typename Elements::BF16>>(args...)) &&
+         in(DType::kF16, MakeFactory<K<typename Elements::F16>>(args...));
+}
 
 }  // namespace lockstep
 

@@ -242,44 +242,20 @@ class BiasAddGradKernel : public Kernel {
   ChannelGeometry geometry_;
 };
 
-// The family's kernels in element type T.
-template <typename T>
-bool RegisterFamily() {
-  constexpr DType kDType = DTypeOf<T>();
-  KernelRegistry& registry = KernelRegistry::Global();
-  registry.Register({.op = "Add",
-                     .dtype = kDType,
-                     .create = MakeFactory<AddKernel<T>>(),
-                     .layouts = SameLayoutAsFirstInput});
-  registry.Register({.op = "AddRelu",
-                     .dtype = kDType,
-                     .create = MakeFactory<AddReluKernel<T>>(),
-                     .layouts = SameLayoutAsFirstInput});
-  registry.Register({.op = "AddReluGrad",
-                     .dtype = kDType,
-                     .create = MakeFactory<AddReluGradKernel<T>>(),
-                     .layouts = SameLayoutAsFirstInput});
-  registry.Register({.op = "Relu",
-                     .dtype = kDType,
-                     .create = MakeFactory<ReluKernel<T>>(),
-                     .layouts = SameLayoutAsFirstInput});
-  registry.Register({.op = "ReluGrad",
-                     .dtype = kDType,
-                     .create = MakeFactory<ReluGradKernel<T>>(),
-                     .layouts = SameLayoutAsFirstInput});
-  registry.Register({.op = "Scale",
-                     .dtype = kDType,
-                     .create = MakeFactory<ScaleKernel<T>>(),
-                     .layouts = SameLayoutAsFirstInput});
-  registry.Register({.op = "Fill", .dtype = kDType, .create = MakeFactory<FillKernel<T>>()});
-  registry.Register({.op = "BiasAdd", .dtype = kDType, .create = MakeFactory<BiasAddKernel<T>>()});
-  registry.Register(
-      {.op = "BiasAddGrad", .dtype = kDType, .create = MakeFactory<BiasAddGradKernel<T>>()});
-  return true;
-}
+// Ops whose inputs and output have one shape: any layout, the first input's.
+KernelDef Pointwise(const char* op) { return {.op = op, .layouts = SameLayoutAsFirstInput}; }
 
-[[maybe_unused]] const bool kRegistered =
-    RegisterFamily<float>() && RegisterFamily<BFloat16>() && RegisterFamily<Float16>();
+[[maybe_unused]] const bool kRegistered[] = {
+    RegisterFloatKernels<AddKernel, HostFloats>(Pointwise("Add")),
+    RegisterFloatKernels<AddReluKernel, HostFloats>(Pointwise("AddRelu")),
+    RegisterFloatKernels<AddReluGradKernel, HostFloats>(Pointwise("AddReluGrad")),
+    RegisterFloatKernels<ReluKernel, HostFloats>(Pointwise("Relu")),
+    RegisterFloatKernels<ReluGradKernel, HostFloats>(Pointwise("ReluGrad")),
+    RegisterFloatKernels<ScaleKernel, HostFloats>(Pointwise("Scale")),
+    RegisterFloatKernels<FillKernel, HostFloats>({.op = "Fill"}),
+    RegisterFloatKernels<BiasAddKernel, HostFloats>({.op = "BiasAdd"}),
+    RegisterFloatKernels<BiasAddGradKernel, HostFloats>({.op = "BiasAddGrad"}),
+};
 
 REGISTER_KERNEL({.op = "Cast", .create = CreateCast<float>, .layouts = CastLayouts});
 REGISTER_KERNEL(

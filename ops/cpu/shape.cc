@@ -18,19 +18,12 @@ class CopyKernel : public Kernel {
 };
 
 // Bytes, whatever their dtype.
-[[maybe_unused]] const bool kRegistered = [] {
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
-    KernelRegistry::Global().Register({.op = "Identity",
-                                       .dtype = dtype,
-                                       .create = MakeFactory<CopyKernel>(),
-                                       .layouts = SameLayoutAsFirstInput});
-    KernelRegistry::Global().Register(
-        {.op = "Reshape", .dtype = dtype, .create = MakeFactory<CopyKernel>()});
-    KernelRegistry::Global().Register(
-        {.op = "Flatten", .dtype = dtype, .create = MakeFactory<CopyKernel>()});
-  }
-  return true;
-}();
+[[maybe_unused]] const bool kRegistered[] = {
+    RegisterFloatKernels(
+        {.op = "Identity", .create = MakeFactory<CopyKernel>(), .layouts = SameLayoutAsFirstInput}),
+    RegisterFloatKernels({.op = "Reshape", .create = MakeFactory<CopyKernel>()}),
+    RegisterFloatKernels({.op = "Flatten", .create = MakeFactory<CopyKernel>()}),
+};
 
 }  // namespace
 }  // namespace lockstep

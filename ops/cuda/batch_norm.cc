@@ -24,6 +24,7 @@
 namespace lockstep {
 namespace {
 
+using cuda::DeviceFloats;
 using cuda::StreamOf;
 using cuda::TensorDesc;
 
@@ -350,41 +351,18 @@ class BatchNormInferenceKernel : public NormKernel<T> {
   BatchNormInferenceKernel() = default;
 };
 
-// Kernel<T> for op's nodes of each float dtype, NHWC where eligible.
-template <template <typename> class K, typename... Args>
-void RegisterNorm(const char* op, Args... args) {
-  auto factory = [args...]<typename T>() -> KernelFactory {
-    return [args...](const Node& node,
-                     const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-      return K<T>::Create(node, args...);
-    };
-  };
-  KernelRegistry& registry = KernelRegistry::Global();
-  registry.Register({.op = op,
-                     .device = DeviceType::kCUDA,
-                     .dtype = DType::kF32,
-                     .create = factory.template operator()<float>(),
-                     .layouts = cuda::NhwcWhereEligible});
-  registry.Register({.op = op,
-                     .device = DeviceType::kCUDA,
-                     .dtype = DType::kBF16,
-                     .create = factory.template operator()<__nv_bfloat16>(),
-                     .layouts = cuda::NhwcWhereEligible});
-  registry.Register({.op = op,
-                     .device = DeviceType::kCUDA,
-                     .dtype = DType::kF16,
-                     .create = factory.template operator()<__half>(),
-                     .layouts = cuda::NhwcWhereEligible});
+// Every batch-norm op takes NHWC where the data can have it (16-bit, 4-D).
+KernelDef Norm(const char* op) {
+  return {.op = op, .device = DeviceType::kCUDA, .layouts = cuda::NhwcWhereEligible};
 }
 
-[[maybe_unused]] const bool kRegistered = [] {
-  RegisterNorm<BatchNormKernel>("BatchNorm", false);
-  RegisterNorm<BatchNormKernel>("BatchNormRelu", true);
-  RegisterNorm<BatchNormGradKernel>("BatchNormGrad", false);
-  RegisterNorm<BatchNormGradKernel>("BatchNormReluGrad", true);
-  RegisterNorm<BatchNormInferenceKernel>("BatchNormInference");
-  return true;
-}();
+[[maybe_unused]] const bool kRegistered[] = {
+    RegisterFloatKernels<BatchNormKernel, DeviceFloats>(Norm("BatchNorm"), false),
+    RegisterFloatKernels<BatchNormKernel, DeviceFloats>(Norm("BatchNormRelu"), true),
+    RegisterFloatKernels<BatchNormGradKernel, DeviceFloats>(Norm("BatchNormGrad"), false),
+    RegisterFloatKernels<BatchNormGradKernel, DeviceFloats>(Norm("BatchNormReluGrad"), true),
+    RegisterFloatKernels<BatchNormInferenceKernel, DeviceFloats>(Norm("BatchNormInference")),
+};
 
 }  // namespace
 }  // namespace lockstep

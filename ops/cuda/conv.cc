@@ -18,7 +18,6 @@
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/cudnn_desc.h"
 #include "ops/cuda/cudnn_graph.h"
-#include "ops/cuda/element_types.h"
 #include "ops/layout.h"
 
 namespace lockstep {
@@ -262,27 +261,20 @@ KernelFactory ConvFactory(Direction direction) {
 }
 
 // Each op for float32 and the 16-bit types: one kernel, the dtype picks the descriptors.
-[[maybe_unused]] const bool kRegistered = [] {
-  for (DType dtype : cuda::kFloatDTypes) {
-    KernelRegistry& registry = KernelRegistry::Global();
-    registry.Register({.op = "Conv2D",
-                       .device = DeviceType::kCUDA,
-                       .dtype = dtype,
-                       .create = ConvFactory(Direction::kForward),
-                       .layouts = ConvLayouts<1>});
-    registry.Register({.op = "Conv2DBackpropInput",
-                       .device = DeviceType::kCUDA,
-                       .dtype = dtype,
-                       .create = ConvFactory(Direction::kBackwardData),
-                       .layouts = ConvLayouts<1>});
-    registry.Register({.op = "Conv2DBackpropFilter",
-                       .device = DeviceType::kCUDA,
-                       .dtype = dtype,
-                       .create = ConvFactory(Direction::kBackwardFilter),
-                       .layouts = ConvLayouts<kConvWeightsOut>});
-  }
-  return true;
-}();
+[[maybe_unused]] const bool kRegistered[] = {
+    RegisterFloatKernels({.op = "Conv2D",
+                          .device = DeviceType::kCUDA,
+                          .create = ConvFactory(Direction::kForward),
+                          .layouts = ConvLayouts<1>}),
+    RegisterFloatKernels({.op = "Conv2DBackpropInput",
+                          .device = DeviceType::kCUDA,
+                          .create = ConvFactory(Direction::kBackwardData),
+                          .layouts = ConvLayouts<1>}),
+    RegisterFloatKernels({.op = "Conv2DBackpropFilter",
+                          .device = DeviceType::kCUDA,
+                          .create = ConvFactory(Direction::kBackwardFilter),
+                          .layouts = ConvLayouts<kConvWeightsOut>}),
+};
 
 }  // namespace
 }  // namespace lockstep

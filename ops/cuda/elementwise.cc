@@ -20,6 +20,7 @@ namespace lockstep {
 namespace {
 
 using cuda::DataAs;
+using cuda::DeviceFloats;
 using cuda::StreamOf;
 
 template <typename T>
@@ -237,38 +238,23 @@ class BiasAddGradKernel : public Kernel {
 
 constexpr DeviceType kCUDA = DeviceType::kCUDA;
 
-// Registers Kernel<float>, <__nv_bfloat16> and <__half> for `op`'s f32, bf16 and f16 nodes.
-template <template <typename> class K>
-bool RegisterFloat(const char* op, LayoutFn layouts) {
-  KernelRegistry& registry = KernelRegistry::Global();
-  registry.Register({.op = op,
-                     .device = kCUDA,
-                     .dtype = DType::kF32,
-                     .create = MakeFactory<K<float>>(),
-                     .layouts = layouts});
-  registry.Register({.op = op,
-                     .device = kCUDA,
-                     .dtype = DType::kBF16,
-                     .create = MakeFactory<K<__nv_bfloat16>>(),
-                     .layouts = layouts});
-  return registry.Register({.op = op,
-                            .device = kCUDA,
-                            .dtype = DType::kF16,
-                            .create = MakeFactory<K<__half>>(),
-                            .layouts = layouts});
+// Ops whose inputs and output have one shape: any layout, the first input's.
+KernelDef Pointwise(const char* op) {
+  return {.op = op, .device = kCUDA, .layouts = SameLayoutAsFirstInput};
 }
 
 [[maybe_unused]] const bool kRegistered[] = {
-    RegisterFloat<AddKernel>("Add", SameLayoutAsFirstInput),
-    RegisterFloat<AddReluKernel>("AddRelu", SameLayoutAsFirstInput),
-    RegisterFloat<AddReluGradKernel>("AddReluGrad", SameLayoutAsFirstInput),
-    RegisterFloat<ReluKernel>("Relu", SameLayoutAsFirstInput),
-    RegisterFloat<ReluGradKernel>("ReluGrad", SameLayoutAsFirstInput),
-    RegisterFloat<ScaleKernel>("Scale", SameLayoutAsFirstInput),
-    RegisterFloat<FillKernel>("Fill", PlainLayouts),
-    RegisterFloat<BiasAddKernel>("BiasAdd", PlainLayouts),
-    RegisterFloat<BiasAddGradKernel>("BiasAddGrad", PlainLayouts),
-    RegisterFloat<CastKernel>("Cast", CastLayouts),
+    RegisterFloatKernels<AddKernel, DeviceFloats>(Pointwise("Add")),
+    RegisterFloatKernels<AddReluKernel, DeviceFloats>(Pointwise("AddRelu")),
+    RegisterFloatKernels<AddReluGradKernel, DeviceFloats>(Pointwise("AddReluGrad")),
+    RegisterFloatKernels<ReluKernel, DeviceFloats>(Pointwise("Relu")),
+    RegisterFloatKernels<ReluGradKernel, DeviceFloats>(Pointwise("ReluGrad")),
+    RegisterFloatKernels<ScaleKernel, DeviceFloats>(Pointwise("Scale")),
+    RegisterFloatKernels<FillKernel, DeviceFloats>({.op = "Fill", .device = kCUDA}),
+    RegisterFloatKernels<BiasAddKernel, DeviceFloats>({.op = "BiasAdd", .device = kCUDA}),
+    RegisterFloatKernels<BiasAddGradKernel, DeviceFloats>({.op = "BiasAddGrad", .device = kCUDA}),
+    RegisterFloatKernels<CastKernel, DeviceFloats>(
+        {.op = "Cast", .device = kCUDA, .layouts = CastLayouts}),
 };
 
 REGISTER_KERNEL({.op = "Cast",

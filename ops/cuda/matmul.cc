@@ -173,15 +173,8 @@ absl::Status MatMulKernel::Run(const KernelIO& io) {
   return absl::OkStatus();
 }
 
-REGISTER_KERNEL({.op = "MatMul", .device = DeviceType::kCUDA, .create = &MatMulKernel::Create});
-REGISTER_KERNEL({.op = "MatMul",
-                 .device = DeviceType::kCUDA,
-                 .dtype = DType::kBF16,
-                 .create = &MatMulKernel::Create});
-REGISTER_KERNEL({.op = "MatMul",
-                 .device = DeviceType::kCUDA,
-                 .dtype = DType::kF16,
-                 .create = &MatMulKernel::Create});
+[[maybe_unused]] const bool kRegistered = RegisterFloatKernels(
+    {.op = "MatMul", .device = DeviceType::kCUDA, .create = &MatMulKernel::Create});
 
 }  // namespace
 }  // namespace lockstep

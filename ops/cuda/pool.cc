@@ -14,6 +14,7 @@
 namespace lockstep {
 namespace {
 
+using cuda::DeviceFloats;
 using cuda::StreamOf;
 using math::PoolGeometry;
 
@@ -181,46 +182,26 @@ LayoutChoice GlobalPoolLayouts(const Node& node, const std::vector<Layout>&, con
   return {{full_size(*node.inputs[0])}, {full_size(*node.output())}};
 }
 
-// Kernel<T> for `op`'s nodes of each float dtype.
-template <typename T, template <typename> class K, typename... Args>
-KernelFactory PoolFactory(Args... args) {
-  return
-      [args...](const Node& node, const KernelContext&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-        return std::make_unique<K<T>>(node, args...);
-      };
-}
-
 // Windowed pooling takes NHWC where the data can have it (16-bit, NhwcWhereEligible; the
 // argmax, int32, is declared plain and stored as y).
-template <template <typename> class K, typename... Args>
-bool RegisterPool(const char* op, LayoutFn layouts, Args... args) {
-  KernelRegistry& registry = KernelRegistry::Global();
-  registry.Register({.op = op,
-                     .device = DeviceType::kCUDA,
-                     .dtype = DType::kF32,
-                     .create = PoolFactory<float, K>(args...),
-                     .layouts = layouts});
-  registry.Register({.op = op,
-                     .device = DeviceType::kCUDA,
-                     .dtype = DType::kBF16,
-                     .create = PoolFactory<__nv_bfloat16, K>(args...),
-                     .layouts = layouts});
-  return registry.Register({.op = op,
-                            .device = DeviceType::kCUDA,
-                            .dtype = DType::kF16,
-                            .create = PoolFactory<__half, K>(args...),
-                            .layouts = layouts});
+KernelDef Windowed(const char* op) {
+  return {.op = op, .device = DeviceType::kCUDA, .layouts = cuda::NhwcWhereEligible};
+}
+
+KernelDef Global(const char* op) {
+  return {.op = op, .device = DeviceType::kCUDA, .layouts = GlobalPoolLayouts};
 }
 
 [[maybe_unused]] const bool kRegistered[] = {
-    RegisterPool<MaxPoolKernel>("MaxPool", cuda::NhwcWhereEligible),
-    RegisterPool<MaxPoolKernel>("MaxPoolWithArgmax", cuda::NhwcWhereEligible),
-    RegisterPool<MaxPoolGradKernel>("MaxPoolGrad", cuda::NhwcWhereEligible),
-    RegisterPool<MaxPoolGradWithArgmaxKernel>("MaxPoolGradWithArgmax", cuda::NhwcWhereEligible),
-    RegisterPool<AvgPoolKernel>("AvgPool", cuda::NhwcWhereEligible),
-    RegisterPool<AvgPoolGradKernel>("AvgPoolGrad", cuda::NhwcWhereEligible),
-    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPool", GlobalPoolLayouts, false),
-    RegisterPool<GlobalAvgPoolKernel>("GlobalAvgPoolGrad", GlobalPoolLayouts, true),
+    RegisterFloatKernels<MaxPoolKernel, DeviceFloats>(Windowed("MaxPool")),
+    RegisterFloatKernels<MaxPoolKernel, DeviceFloats>(Windowed("MaxPoolWithArgmax")),
+    RegisterFloatKernels<MaxPoolGradKernel, DeviceFloats>(Windowed("MaxPoolGrad")),
+    RegisterFloatKernels<MaxPoolGradWithArgmaxKernel, DeviceFloats>(
+        Windowed("MaxPoolGradWithArgmax")),
+    RegisterFloatKernels<AvgPoolKernel, DeviceFloats>(Windowed("AvgPool")),
+    RegisterFloatKernels<AvgPoolGradKernel, DeviceFloats>(Windowed("AvgPoolGrad")),
+    RegisterFloatKernels<GlobalAvgPoolKernel, DeviceFloats>(Global("GlobalAvgPool"), false),
+    RegisterFloatKernels<GlobalAvgPoolKernel, DeviceFloats>(Global("GlobalAvgPoolGrad"), true),
 };
 
 }  // namespace

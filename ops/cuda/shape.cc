@@ -6,30 +6,20 @@
 
 #include "graph/kernel.h"
 #include "ops/cuda/copy_kernel.h"
-#include "ops/cuda/element_types.h"
 
 namespace lockstep {
 namespace {
 
-[[maybe_unused]] const bool kRegistered = [] {
-  for (DType dtype : cuda::kFloatDTypes) {
-    KernelRegistry& registry = KernelRegistry::Global();
-    registry.Register({.op = "Identity",
-                       .device = DeviceType::kCUDA,
-                       .dtype = dtype,
-                       .create = MakeFactory<cuda::CopyKernel>(),
-                       .layouts = SameLayoutAsFirstInput});
-    registry.Register({.op = "Reshape",
-                       .device = DeviceType::kCUDA,
-                       .dtype = dtype,
-                       .create = MakeFactory<cuda::CopyKernel>()});
-    registry.Register({.op = "Flatten",
-                       .device = DeviceType::kCUDA,
-                       .dtype = dtype,
-                       .create = MakeFactory<cuda::CopyKernel>()});
-  }
-  return true;
-}();
+[[maybe_unused]] const bool kRegistered[] = {
+    RegisterFloatKernels({.op = "Identity",
+                          .device = DeviceType::kCUDA,
+                          .create = MakeFactory<cuda::CopyKernel>(),
+                          .layouts = SameLayoutAsFirstInput}),
+    RegisterFloatKernels(
+        {.op = "Reshape", .device = DeviceType::kCUDA, .create = MakeFactory<cuda::CopyKernel>()}),
+    RegisterFloatKernels(
+        {.op = "Flatten", .device = DeviceType::kCUDA, .create = MakeFactory<cuda::CopyKernel>()}),
+};
 
 }  // namespace
 }  // namespace lockstep
