@@ -19,8 +19,8 @@ void BindDataset(pybind11::module_& m);     // ImageFolder pipelines and their t
 void BindCheckpoint(pybind11::module_& m);  // MindSpore .ckpt files read and written
 void BindJob(pybind11::module_& m);         // the start-up checks the ranks agree on
 
-// Raises a failed `status` in Python with its message: ValueError for a bad argument,
-// FileNotFoundError for a missing file, RuntimeError for the rest.
+// Raises a failed `status` in Python with its message: ValueError for a bad argument or a file
+// whose bytes are bad, FileNotFoundError for a missing file, RuntimeError for the rest.
 void RaiseIfError(const absl::Status& status);
 
 template <typename T>

@@ -77,12 +77,6 @@ void WriteCheckpoint(const std::string& path, const py::list& entries) {
   RaiseIfError(status);
 }
 
-// A file that is not a valid checkpoint is a ValueError, as in MindSpore's load_checkpoint.
-void RaiseReadError(const absl::Status& status) {
-  if (absl::IsDataLoss(status)) throw py::value_error(std::string(status.message()));
-  RaiseIfError(status);
-}
-
 py::list ReadCheckpoint(const std::string& path, bool require_crc) {
   ckpt::ReadOptions options;
   options.require_crc = require_crc;
@@ -91,7 +85,7 @@ py::list ReadCheckpoint(const std::string& path, bool require_crc) {
     py::gil_scoped_release release;
     data = ckpt::ReadCheckpoint(path, options);
   }
-  RaiseReadError(data.status());
+  RaiseIfError(data.status());
   py::list out;
   for (const ckpt::Entry& entry : data->entries) {
     if (!entry.type->numeric()) {

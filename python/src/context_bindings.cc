@@ -9,7 +9,6 @@
 
 #include "examples/env_options.h"
 #include "examples/termination.h"
-#include "parallel/agree.h"
 #include "parallel/context.h"
 #include "python/src/bindings.h"
 
@@ -39,10 +38,7 @@ void BindContext(py::module_& m) {
       .def_property_readonly("rank", &parallel::Context::rank)
       .def_property_readonly("size", &parallel::Context::size)
       .def_property_readonly("local_rank", &parallel::Context::local_rank)
-      .def_property_readonly("local_size", &parallel::Context::local_size)
-      .def("device_for", [](const parallel::Context& ctx, const std::string& choice) {
-        return ValueOrRaise(ctx.DeviceFor(choice)).type == DeviceType::kCPU ? "cpu" : "cuda";
-      });
+      .def_property_readonly("local_size", &parallel::Context::local_size);
   m.def("init", &Init, "Starts the job's ranks from the launcher's environment (once).");
   m.def(
       "abort_job",
@@ -53,19 +49,6 @@ void BindContext(py::module_& m) {
         std::_Exit(parallel::ReportFatal(absl::AbortedError(message)));
       },
       "Prints 'lockstep: [rank R] error: <message>' and ends this rank and the job.");
-  m.def(
-      "agree",
-      [](const parallel::Context& ctx, const std::string& error) {
-        absl::Status agreed;
-        {
-          py::gil_scoped_release release;
-          agreed = parallel::AgreeAcrossRanks(
-              error.empty() ? absl::OkStatus() : absl::InvalidArgumentError(error),
-              *ctx.HostWorld());
-        }
-        RaiseIfError(agreed);
-      },
-      "Collective: raises on every rank the error any rank brings (empty: none).");
 }
 
 }  // namespace lockstep::python

@@ -28,23 +28,22 @@ struct JobChecks {
   std::vector<parallel::Setting> settings;  // what every rank must share
 };
 
-// Each rank's own checks, then the agreements; one error for all ranks.
-absl::Status Check(const JobChecks& job, const Pipeline& train, const parallel::Context& ctx) {
+// Each rank's own checks, then the agreements; one error for all ranks. `image_shape` is the
+// batches' (C, H, W), as BatchShape found it.
+absl::Status Check(const JobChecks& job, const Pipeline& train, const Shape& image_shape,
+                   const parallel::Context& ctx) {
   const dataset::Dataset& data = train.dataset;
   const int64_t per_rank = data.plan().batch_size;
-  const train::JobWording wording{
-      .model = job.model_name,
-      .image_size = "the data set's images",
-      .batch_size = absl::StrCat("batch(", per_rank, ")"),
-      .grad_accum = "gradient accumulation",
-      .train_set = job.data_name};
+  const train::JobWording wording{.model = job.model_name,
+                                  .image_size = "the data set's images",
+                                  .batch_size = absl::StrCat("batch(", per_rank, ")"),
+                                  .grad_accum = "gradient accumulation",
+                                  .train_set = job.data_name};
   absl::Status local = train::CheckStepsPerEpoch(data.SamplesPerEpoch(), data.BatchesPerEpoch(),
                                                  per_rank, 1, wording);
   if (local.ok() && job.on_cpu) {
-    absl::StatusOr<std::pair<int64_t, Shape>> shape = BatchShape(train);
-    local = shape.ok() ? train::CheckTrainingMemory(*job.net, per_rank, shape->second,
-                                                    ctx.local_size(), wording, CheckFitsInMemory)
-                       : shape.status();
+    local = train::CheckTrainingMemory(*job.net, per_rank, image_shape, ctx.local_size(), wording,
+                                       CheckFitsInMemory);
   }
   parallel::Communicator& world = *ctx.HostWorld();
   LS_RETURN_IF_ERROR(parallel::AgreeAcrossRanks(local, world));
@@ -60,18 +59,18 @@ void BindJob(py::module_& m) {
       "check_job",
       [](std::shared_ptr<train::Layer> net, std::string model_name, std::string data_name,
          bool on_cpu, std::vector<parallel::Setting> settings, const Pipeline& train,
-         const parallel::Context& ctx) {
+         std::vector<int64_t> image_shape, const parallel::Context& ctx) {
         const JobChecks job{std::move(net), std::move(model_name), std::move(data_name), on_cpu,
                             std::move(settings)};
         absl::Status status;
         {
           py::gil_scoped_release release;  // tracing the net for its memory plan takes it back
-          status = Check(job, train, ctx);
+          status = Check(job, train, Shape(image_shape.begin(), image_shape.end()), ctx);
         }
         RaiseIfError(status);
       },
       py::arg("net"), py::arg("model_name"), py::arg("data_name"), py::arg("on_cpu"),
-      py::arg("settings"), py::arg("train"), py::arg("context"),
+      py::arg("settings"), py::arg("train"), py::arg("image_shape"), py::arg("context"),
       "Collective: lockstep-train's start-up checks for a Python model; one error on every rank.");
 }
 

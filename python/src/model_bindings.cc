@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "graph/amp.h"
-#include "graph/serialize.h"
 #include "python/src/bindings.h"
 #include "python/src/pipeline.h"
 #include "python/src/tensor_convert.h"
@@ -48,22 +47,21 @@ class PythonCallbacks : public Callback {
   }
   absl::Status OnStepEnd(Model&, const train::StepInfo& step) override {
     py::gil_scoped_acquire gil;
-    return Event("step_end", py::dict(py::arg("epoch") = step.epoch, py::arg("step") = step.step,
-                                      py::arg("global_step") = step.global_step,
-                                      py::arg("loss") = step.loss, py::arg("lr") = step.lr,
-                                      py::arg("batch_size") = step.batch_size,
-                                      py::arg("seconds") = step.seconds,
-                                      py::arg("last_in_epoch") = step.last_in_epoch,
-                                      py::arg("update_skipped") = step.update_skipped,
-                                      py::arg("loss_scale") = step.loss_scale));
+    return Event(
+        "step_end",
+        py::dict(py::arg("epoch") = step.epoch, py::arg("step") = step.step,
+                 py::arg("global_step") = step.global_step, py::arg("loss") = step.loss,
+                 py::arg("lr") = step.lr, py::arg("batch_size") = step.batch_size,
+                 py::arg("seconds") = step.seconds, py::arg("last_in_epoch") = step.last_in_epoch,
+                 py::arg("update_skipped") = step.update_skipped,
+                 py::arg("loss_scale") = step.loss_scale));
   }
   absl::Status OnEpochEnd(Model&, const train::EpochInfo& epoch) override {
     py::gil_scoped_acquire gil;
-    return Event("epoch_end", py::dict(py::arg("epoch") = epoch.epoch,
-                                       py::arg("steps") = epoch.steps,
-                                       py::arg("images") = epoch.images,
-                                       py::arg("seconds") = epoch.seconds,
-                                       py::arg("mean_loss") = epoch.mean_loss));
+    return Event("epoch_end",
+                 py::dict(py::arg("epoch") = epoch.epoch, py::arg("steps") = epoch.steps,
+                          py::arg("images") = epoch.images, py::arg("seconds") = epoch.seconds,
+                          py::arg("mean_loss") = epoch.mean_loss));
   }
   absl::Status OnTrainEnd(Model&) override {
     py::gil_scoped_acquire gil;
@@ -136,9 +134,10 @@ std::unique_ptr<Model> MakeModel(std::shared_ptr<train::Layer> net, ModelArgs ar
       .seed = args.seed,
       .context = args.context};
   if (args.dynamic_loss_scale.has_value()) {
-    options.dynamic_loss_scale = train::DynamicLossScale{.initial = args.dynamic_loss_scale->initial,
-                                                         .factor = args.dynamic_loss_scale->factor,
-                                                         .window = args.dynamic_loss_scale->window};
+    options.dynamic_loss_scale =
+        train::DynamicLossScale{.initial = args.dynamic_loss_scale->initial,
+                                .factor = args.dynamic_loss_scale->factor,
+                                .window = args.dynamic_loss_scale->window};
   }
   if (!ParseAmpLevel(args.amp_level, &options.amp_level)) {
     throw py::value_error("amp_level must be O0, O1, O2 or O3, got '" + args.amp_level + "'");
@@ -152,14 +151,13 @@ std::unique_ptr<Model> MakeModel(std::shared_ptr<train::Layer> net, ModelArgs ar
                         .all_reduce_fusion_config = std::move(args.all_reduce_fusion_config),
                         .sync_batch_norm = args.sync_batch_norm};
   }
-  return std::make_unique<Model>(
-      std::move(net), train::SoftmaxCrossEntropy(),
-      train::Momentum{.lr = Schedule(std::move(args.learning_rates)),
-                      .momentum = args.momentum,
-                      .weight_decay = args.weight_decay,
-                      .nesterov = args.nesterov,
-                      .gradient_divisor = args.gradient_divisor},
-      std::move(options));
+  return std::make_unique<Model>(std::move(net), train::SoftmaxCrossEntropy(),
+                                 train::Momentum{.lr = Schedule(std::move(args.learning_rates)),
+                                                 .momentum = args.momentum,
+                                                 .weight_decay = args.weight_decay,
+                                                 .nesterov = args.nesterov,
+                                                 .gradient_divisor = args.gradient_divisor},
+                                 std::move(options));
 }
 
 void Train(Model& model, int64_t epochs, const Pipeline& pipeline,
@@ -205,9 +203,8 @@ void BindCallbacks(py::module_& m) {
   m.def("loss_monitor", [](int64_t per_print_steps) -> std::shared_ptr<Callback> {
     return std::make_shared<train::LossMonitor>(per_print_steps);
   });
-  m.def("time_monitor", []() -> std::shared_ptr<Callback> {
-    return std::make_shared<train::TimeMonitor>();
-  });
+  m.def("time_monitor",
+        []() -> std::shared_ptr<Callback> { return std::make_shared<train::TimeMonitor>(); });
   m.def(
       "model_checkpoint",
       [](const std::string& prefix, const std::string& directory, int64_t steps, int64_t epochs,
@@ -242,20 +239,19 @@ void BindModel(py::module_& m) {
                        std::string device, std::optional<parallel::Context> context,
                        bool data_parallel, bool gradients_mean, bool sync_batch_norm,
                        std::vector<int> all_reduce_fusion_config) {
-             return MakeModel(std::move(net),
-                              {batch_size, std::move(image_shape), seed, std::move(learning_rates),
-                               momentum, weight_decay, gradient_divisor, nesterov, loss_scale,
-                               dynamic_loss_scale, std::move(amp_level), std::move(device),
-                               std::move(context), data_parallel, gradients_mean,
-                               sync_batch_norm, std::move(all_reduce_fusion_config)});
+             return MakeModel(
+                 std::move(net),
+                 {batch_size, std::move(image_shape), seed, std::move(learning_rates), momentum,
+                  weight_decay, gradient_divisor, nesterov, loss_scale, dynamic_loss_scale,
+                  std::move(amp_level), std::move(device), std::move(context), data_parallel,
+                  gradients_mean, sync_batch_norm, std::move(all_reduce_fusion_config)});
            }),
            py::kw_only(), py::arg("net"), py::arg("batch_size"), py::arg("image_shape"),
-           py::arg("seed"), py::arg("learning_rates"), py::arg("momentum"),
-           py::arg("weight_decay"), py::arg("nesterov"), py::arg("gradient_divisor"),
-           py::arg("loss_scale"), py::arg("dynamic_loss_scale"), py::arg("amp_level"),
-           py::arg("device"), py::arg("context"), py::arg("data_parallel"),
-           py::arg("gradients_mean"), py::arg("sync_batch_norm"),
-           py::arg("all_reduce_fusion_config"))
+           py::arg("seed"), py::arg("learning_rates"), py::arg("momentum"), py::arg("weight_decay"),
+           py::arg("nesterov"), py::arg("gradient_divisor"), py::arg("loss_scale"),
+           py::arg("dynamic_loss_scale"), py::arg("amp_level"), py::arg("device"),
+           py::arg("context"), py::arg("data_parallel"), py::arg("gradients_mean"),
+           py::arg("sync_batch_norm"), py::arg("all_reduce_fusion_config"))
       .def("compile",
            [](Model& model) {
              absl::Status status;
@@ -294,20 +290,6 @@ void BindModel(py::module_& m) {
                out.emplace_back(spec.name, spec.role == InputRole::kParameter);
              }
              return out;
-           })
-      .def("train_fingerprint",
-           [](const Model& model) {
-             if (model.train_executor() == nullptr) throw py::value_error("not compiled");
-             return Fingerprint(model.train_executor()->graph());
-           })
-      .def("agree_running_statistics",
-           [](Model& model) {
-             absl::StatusOr<bool> agreed;
-             {
-               py::gil_scoped_release release;
-               agreed = model.AgreeRunningStatistics();
-             }
-             return ValueOrRaise(agreed);
            })
       .def_property_readonly("global_step", &Model::global_step)
       .def_property_readonly("epochs_done", &Model::epochs_done);

@@ -102,7 +102,7 @@ class Model:
                 context.get_auto_parallel_context("all_reduce_fusion_config")))
         _core.check_job(net, self.train_network.cls_name, "the training data set",
                         options["device"] == "cpu", _settings(options, len(params)), pipeline,
-                        ctx)
+                        list(image_shape), ctx)
         self._core = _core.Model(net=net, context=ctx, **options)
         self._core.compile()
         self._bind(params)
