@@ -5,9 +5,9 @@
 # blocked layouts and oneDNN's AVX2 kernels are tested there too, and the tests across simulated
 # hosts (mpirun does not forward the variable) run jobs whose hosts have different CPUs. That run
 # leaves out the `learning` test (three models trained to an accuracy, three minutes): the op and
-# step tests check the AVX2 kernels' numerics, and AVX2 machines run it in full. Then the
-# Python package is installed with pip into a fresh venv and tested there
-# (scripts/python_install.sh), and the suite runs under AddressSanitizer + UBSan and its threaded parts under ThreadSanitizer
+# step tests check the AVX2 kernels' numerics, and AVX2 machines run it in full. Then the Python
+# package is installed with pip into a fresh venv and tested there (scripts/python_install.sh),
+# the suite runs under AddressSanitizer + UBSan and its threaded parts under ThreadSanitizer
 # (scripts/sanitize.sh), and the libFuzzer targets, built in the same ASan build, run for 30 s
 # each (scripts/fuzz.sh).
 set -euo pipefail
