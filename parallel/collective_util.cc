@@ -1,10 +1,6 @@
 #include "parallel/collective_util.h"
 
-#include <cstring>
-
-#ifdef LOCKSTEP_WITH_CUDA
-#include "ops/cuda/cuda_status.h"
-#endif
+#include "core/device_memory.h"
 
 namespace lockstep::parallel {
 namespace {
@@ -91,18 +87,7 @@ absl::Status CopyTensorBytes(const Tensor& dst, const Tensor& src) {
   LS_CHECK(dst.nbytes() == src.nbytes())
       << "copy of " << src.nbytes() << " bytes into " << dst.nbytes();
   if (dst.raw_data() == src.raw_data() || src.nbytes() == 0) return absl::OkStatus();
-  if (dst.device().type == DeviceType::kCPU && src.device().type == DeviceType::kCPU) {
-    std::memcpy(dst.raw_data(), src.raw_data(), src.nbytes());
-    return absl::OkStatus();
-  }
-#ifdef LOCKSTEP_WITH_CUDA
-  CUDA_RETURN_IF_ERROR(cudaMemcpy(dst.raw_data(), src.raw_data(), src.nbytes(), cudaMemcpyDefault));
-  return absl::OkStatus();
-#else
-  return absl::UnimplementedError(absl::StrCat("copy from ", src.device().ToString(), " to ",
-                                               dst.device().ToString(),
-                                               ": this build has no CUDA support"));
-#endif
+  return CopyBytes(dst.raw_data(), dst.device(), src.raw_data(), src.device(), src.nbytes());
 }
 
 }  // namespace lockstep::parallel

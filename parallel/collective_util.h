@@ -26,7 +26,8 @@ absl::Status CheckReduceScatter(const Communicator& comm, const Tensor& input, c
 std::string DescribeCollective(const Communicator& comm, absl::string_view collective,
                                size_t bytes);
 
-// Copies src's bytes into dst (dst.nbytes() == src.nbytes()), host or device on either side.
+// Copies src's bytes into dst (dst.nbytes() == src.nbytes()), host or device on either side,
+// through the device's backend (core/device_memory.h).
 absl::Status CopyTensorBytes(const Tensor& dst, const Tensor& src);
 
 }  // namespace lockstep::parallel
