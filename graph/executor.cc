@@ -180,7 +180,7 @@ absl::Status Executor::RecordStep() {
 absl::Status Executor::AgreeOnRecording(absl::Status recorded) {
   for (Step& step : steps_) {
     if (!step.node->kernel->communicates()) continue;
-    absl::StatusOr<bool> everyone = step.node->kernel->EveryRankRecorded(recorded.ok());
+    absl::StatusOr<bool> everyone = step.node->kernel->HoldsOnEveryRank(recorded.ok());
     if (everyone.ok() && *everyone) return recorded;
     recording_.reset();
     if (!everyone.ok()) return Annotate(everyone.status(), "asking the other ranks");

@@ -49,10 +49,11 @@ class Kernel {
   // communicator still usable), and work after it (watching the collective).
   virtual absl::Status BeforeLaunch() { return absl::OkStatus(); }
   virtual absl::Status AfterLaunch() { return absl::OkStatus(); }
-  // Whether every rank recorded its step, given whether this one did; asked of the step's first
-  // collective after the recording. NCCL wants every rank to run a collective alike, all from
-  // CUDA graphs or none, so a collective asks its peers.
-  virtual absl::StatusOr<bool> EveryRankRecorded(bool recorded) { return recorded; }
+  // For a kernel that communicates: whether `mine` holds on every rank of its communicator, a
+  // collective itself (in order with the kernel's own). The executor asks the step's first such
+  // kernel whether every rank recorded its step, as ranks must run their collectives alike, all
+  // from recordings or none. A world of one holds what it holds.
+  virtual absl::StatusOr<bool> HoldsOnEveryRank(bool mine) { return mine; }
 };
 
 // The layouts a kernel wants for its inputs (the pass reorders where they differ) and the

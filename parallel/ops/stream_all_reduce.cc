@@ -34,8 +34,8 @@ class StreamAllReduceKernel : public Kernel {
   bool replayable() const override { return true; }
   absl::Status BeforeLaunch() override { return collectives_->Usable(); }
   absl::Status AfterLaunch() override { return collectives_->WatchLaunched(label_); }
-  absl::StatusOr<bool> EveryRankRecorded(bool recorded) override {
-    return collectives_->OnEveryRank(recorded);
+  absl::StatusOr<bool> HoldsOnEveryRank(bool mine) override {
+    return collectives_->OnEveryRank(mine);
   }
 
   absl::Status Run(const KernelIO& io) override {

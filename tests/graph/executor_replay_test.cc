@@ -100,9 +100,9 @@ class MarkKernel : public Kernel {
   }
   bool replayable() const override { return replayable_; }
   bool communicates() const override { return collective_; }
-  absl::StatusOr<bool> EveryRankRecorded(bool recorded) override {
+  absl::StatusOr<bool> HoldsOnEveryRank(bool mine) override {
     Recorder().host.push_back("agree " + name_);
-    return recorded && peers_recorded_;
+    return mine && peers_recorded_;
   }
   absl::Status BeforeLaunch() override {
     if (Recorder().refusing == name_) {

@@ -18,8 +18,8 @@ class SyncKernel : public Kernel {
   bool communicates() const override { return true; }
   // A step with SyncBatchNorm is not recorded; whichever collective kernel the executor asks
   // first, the ranks' answer is a collective.
-  absl::StatusOr<bool> EveryRankRecorded(bool recorded) override {
-    return collectives_->OnEveryRank(recorded);
+  absl::StatusOr<bool> HoldsOnEveryRank(bool mine) override {
+    return collectives_->OnEveryRank(mine);
   }
   size_t WorkspaceBytes() const override { return 2 * shape_.channels * sizeof(double); }
 
