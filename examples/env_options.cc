@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "examples/end_job.h"
 #include "examples/launch_env.h"
 
 namespace lockstep {
@@ -80,6 +81,7 @@ absl::StatusOr<EnvOptions> ParseEnvOptions(const Lookup& lookup) {
   options.init.launcher = std::move(launch.launcher);
   options.max_restarts = launch.max_restarts;
   LS_RETURN_IF_ERROR(ReadCommOptions(lookup, &options.init.comm));
+  options.init.comm.on_device_failure = EndJobAfterGrace;
   LS_ASSIGN_OR_RETURN(std::optional<bool> overlap, Switch(lookup, "LOCKSTEP_OVERLAP_COMM"));
   if (overlap.has_value()) options.overlap_communication = *overlap;
   options.dump_dir = Value(lookup, "LOCKSTEP_DUMP_GRAPH").value_or("");

@@ -1,22 +1,16 @@
 #include "parallel/collective_watch.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <future>
 #include <optional>
 #include <utility>
 
-#include "core/logging.h"
 #include "core/whereabouts.h"
-#include "parallel/context.h"
 #include "parallel/watchdog.h"
 
 namespace lockstep::parallel {
 namespace {
 
-// How long EndJobSoon leaves the rank to end the job itself; with the report's few seconds it
-// keeps the end within the timeout plus 10 s.
-constexpr auto kGrace = std::chrono::seconds(3);
 // How long a failure waits for the communicator's abort before it is published anyway.
 constexpr auto kAbortWait = std::chrono::seconds(1);
 
@@ -132,15 +126,8 @@ void CollectiveWatch::Fail(absl::Status failure) {
     failure_ = failure;
   }
   changed_.notify_all();
-  on_failure_(failure);
+  if (on_failure_) on_failure_(failure);
   abort.join();
-}
-
-void CollectiveWatch::EndJobSoon(const absl::Status& failure) {
-  std::this_thread::sleep_for(kGrace);
-  ReportFatal(failure);  // aborts MPI, which ends every rank
-  // A world of one has no MPI to end it, and its main thread did not end it in the grace.
-  std::_Exit(1);
 }
 
 }  // namespace lockstep::parallel

@@ -9,8 +9,7 @@
 // When the oldest unfinished collective is older than the timeout, or the communicator reports
 // an error, it builds the same "where every rank is" report as a host timeout, aborts the
 // communicator (so that streams waiting on it return), fails every waiter and every later
-// collective with that report, and calls the failure handler, which by default ends the job a
-// few seconds later if the rank has not ended it itself by then.
+// collective with that report, and calls the failure handler (CommOptions::on_device_failure).
 
 #include <chrono>
 #include <condition_variable>
@@ -49,7 +48,7 @@ class CollectiveWatch {
 
   // `probe` must outlive the watch. `timeout` is CommOptions::collective_timeout.
   CollectiveWatch(CollectiveProbe& probe, std::chrono::milliseconds timeout,
-                  FailureHandler on_failure = EndJobSoon,
+                  FailureHandler on_failure = {},
                   std::chrono::milliseconds poll_every = std::chrono::milliseconds(10));
   ~CollectiveWatch();
   CollectiveWatch(const CollectiveWatch&) = delete;
@@ -62,10 +61,6 @@ class CollectiveWatch {
   absl::Status WaitFor(int64_t sequence);
   // OK until a collective failed; then that failure, for every later collective.
   absl::Status failure() const;
-
-  // The default handler: gives the rank a few seconds to end the job through its own error path
-  // (its next collective or wait returns the failure), then reports it and aborts MPI.
-  static void EndJobSoon(const absl::Status& failure);
 
  private:
   struct Pending {

@@ -25,6 +25,7 @@
 #include "core/device.h"
 #include "core/status.h"
 #include "parallel/communicator.h"
+#include "parallel/device_world.h"
 #include "parallel/options.h"
 
 namespace lockstep::parallel {
@@ -73,7 +74,7 @@ class Context {
   int local_size() const { return state_->local_size; }
   // The device this rank computes on: its GPU when every rank has one (parallel/gpu_assignment.h),
   // else the CPU.
-  Device device() const { return state_->device; }
+  Device device() const { return state_->gpus.device; }
   // The device for a user's choice of "auto", "cpu" or "cuda": auto is device(), after one line
   // on rank 0 when GPUs were seen but not every rank has one; an error when the ranks' GPUs
   // could not be assigned (except for "cpu") or "cuda" finds no GPU.
@@ -91,7 +92,7 @@ class Context {
   std::shared_ptr<Communicator> HostWorld() const { return state_->host_world; }
 
  private:
-  friend class ContextBuilder;
+  friend class ContextBuilder;  // context_builder.h
   struct State {
     State() = default;
     State(const State&) = delete;
@@ -101,7 +102,6 @@ class Context {
     int size = 1;
     int local_rank = 0;
     int local_size = 1;
-    Device device = Device::CPU();
     CommOptions comm_options;
     bool mpi_started = false;
     bool finalize_mpi =
@@ -110,11 +110,9 @@ class Context {
     // serves it (rank 0, unless the launcher's agent does), its server.
     std::unique_ptr<TcpStoreServer> store_server;
     std::unique_ptr<TcpStore> store;
-    std::shared_ptr<Communicator> host_comm;     // MPI's (or a world of one's), untimed
-    std::shared_ptr<Communicator> host_world;    // host_comm with the timeout (TimedCommunicator)
-    std::shared_ptr<Communicator> device_world;  // null without a GPU
-    absl::Status gpu_error;                      // why the ranks' GPUs could not be assigned
-    std::string cpu_reason;  // why every rank computes on the CPU although GPUs were seen
+    std::shared_ptr<Communicator> host_comm;   // MPI's (or a world of one's), untimed
+    std::shared_ptr<Communicator> host_world;  // host_comm with the timeout (TimedCommunicator)
+    DeviceWorld gpus;  // the GPU this rank computes on and NCCL over it, or why none
   };
   explicit Context(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;

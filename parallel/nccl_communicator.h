@@ -35,10 +35,10 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   // Collective over the ranks of `bootstrap` (a host communicator): rank 0 makes the NCCL
   // unique id, bootstrap.Broadcast hands it to the others, and every rank joins with CUDA
   // device `device_index`. `timeout` (CommOptions::collective_timeout) bounds the set-up and
-  // every collective.
+  // every collective; `on_failure` is CommOptions::on_device_failure.
   static absl::StatusOr<std::shared_ptr<NcclCommunicator>> Create(
       Communicator& bootstrap, int device_index, std::chrono::milliseconds timeout,
-      CollectiveWatch::FailureHandler on_failure = CollectiveWatch::EndJobSoon);
+      CollectiveWatch::FailureHandler on_failure = {});
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;

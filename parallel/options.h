@@ -5,9 +5,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/status.h"
 
 namespace lockstep::parallel {
 
@@ -53,6 +55,12 @@ struct CommOptions {
   // ($NCCL_MULTI_RANK_GPU_ENABLE=1): where every rank does, ranks may share GPUs
   // (gpu_assignment.h).
   bool ranks_may_share_gpu = false;
+  // Called once, on a watch thread, when a device collective failed (timed out, or its
+  // communicator reported an error), after the communicator was aborted and the failure
+  // published: the rank's collectives and waits return the failure from then on. Library code
+  // ends no process; a binary installs what ends its job (examples/end_job.h), as its main
+  // thread may be blocked where the failure cannot reach it. Empty: nothing more happens.
+  std::function<void(const absl::Status&)> on_device_failure;
 };
 
 }  // namespace lockstep::parallel
