@@ -40,4 +40,9 @@ struct CompileOptions {
 absl::StatusOr<std::unique_ptr<Executor>> Compile(std::unique_ptr<Graph> graph,
                                                   const CompileOptions& options);
 
+// Runs Compile's passes up to MemoryPlan on `graph` and returns the plan, lowering no kernel and
+// allocating nothing: what a job needs to know before it commits memory. The workspace, sized by
+// LowerKernels, stays 0.
+absl::StatusOr<MemoryPlanSizes> PlanMemory(Graph& graph, const CompileOptions& options);
+
 }  // namespace lockstep

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "graph/passes/passes.h"
+#include "graph/compile.h"
 #include "parallel/agree.h"
 #include "train/loss.h"
 #include "train/model.h"
@@ -18,19 +18,9 @@ absl::StatusOr<double> PlannedTrainingBytes(const Layer& net, int64_t per_rank,
                                             const Shape& image_shape) {
   LS_ASSIGN_OR_RETURN(NetGraph built, BuildNetGraph(net, SoftmaxCrossEntropy(), Mode::kTrain,
                                                     per_rank, image_shape));
-  Graph& graph = *built.graph;
-  PassContext ctx;
-  ctx.autodiff.loss = "loss";
-  // Compile's passes up to MemoryPlan (graph/compile.cc): Compile itself goes on to lower the
-  // kernels and create the executor, which allocates the plan. Keep the two lists in step.
-  PassManager passes;
-  passes.Add(CreateAutodiffPass())
-      .Add(CreateFuseKernelsPass())
-      .Add(CreateDeadCodeElimPass())
-      .Add(CreateAssignLayoutsPass())
-      .Add(CreateMemoryPlanPass());
-  LS_RETURN_IF_ERROR(passes.Run(graph, ctx));
-  const MemoryPlanSizes& plan = graph.plan();
+  CompileOptions options;
+  options.autodiff = AutodiffOptions{.loss = "loss"};
+  LS_ASSIGN_OR_RETURN(const MemoryPlanSizes plan, PlanMemory(*built.graph, options));
   return static_cast<double>(plan.arena + plan.inputs + plan.parameters + plan.gradients +
                              plan.state);
 }
