@@ -140,8 +140,7 @@ cudaError_t BlocksPerWave(const void* kernel, int64_t* blocks) {
 }
 
 // Sums over `partials.chunks` chunks of rows at most, fewer where one wave of blocks is reached:
-// more would run as a second wave, mostly idle (1024 blocks met room for 660 or 792 on an H200;
-// cut to one wave, ResNet-50's batch norm went from 16.1 to 15.2 ms a step). Sets
+// more would run as a second wave, mostly idle (BENCHMARKS.md, "Batch norm's CUDA kernels"). Sets
 // partials.chunks to the chunks summed.
 template <typename T, bool kGrad, int V>
 cudaError_t LaunchChannelSums(const T* x, const T* dy, const uint8_t* mask, const float* mean,
@@ -163,8 +162,7 @@ constexpr int kCombineLanes = 32;  // block (32, 32): 32 channels, each over 32 
 
 // Each channel's two sums over every chunk, then finish(c, first, second). Lane y of a channel
 // adds chunks y, y + 32, ..., and the lanes combine by a tree in a fixed order (deterministic).
-// One thread a channel, adding up to 1024 chunks one after another, waited on each load in turn:
-// with it, ResNet-50's batch norm took 21.4 ms a step on an H200, 16.1 ms with the lanes.
+// One thread a channel, adding up to 1024 chunks one after another, waited on each load in turn.
 template <typename Finish>
 __global__ void CombineChunksKernel(ChannelPartials partials, int64_t channels, Finish finish) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kCombineLanes + threadIdx.x;
@@ -229,9 +227,8 @@ dim3 ChannelRowsGrid(int64_t rows, int64_t channels, int v) {
 // Rows r = first, first + stride, ... below `rows`, kRowsInFlight at a time: load(u, r) for each
 // row u of a batch, then store(u, r). All of a batch's loads are issued before its first store,
 // past which the compiler moves no load (a row's load waited for the row before it to be stored, as
-// far as the compiler knew x and y might overlap). On an H200 this took the forward batch norm
-// from 6.3 to 6.0 ms a step of ResNet-50 at batch 256; the gradient, with two or three loads a
-// row and so fewer threads for the registers batches take, was 0.8 ms slower this way.
+// far as the compiler knew x and y might overlap). The gradient keeps its one-row loop: with two
+// or three loads a row, the registers batches take leave it fewer threads.
 constexpr int kRowsInFlight = 4;
 template <typename Load, typename Store>
 __device__ void ForEachRowBatch(int64_t first, int64_t stride, int64_t rows, Load load,
