@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gloo against MPI for the host collectives (BENCHMARKS.md, "gloo against MPI (issue 41)"): the
+# gloo against MPI for the host collectives (BENCHMARKS.md, "gloo against MPI"): the
 # same binaries started by mpirun (Open MPI's communicator) and by lockstep-run (gloo's), side by
 # side in one run. Each round runs every configuration under both launchers, back to back, the
 # launcher that goes first alternating from round to round, so that a change in the machine's
