@@ -10,8 +10,6 @@ namespace lockstep {
 
 void SetNumThreads(int threads) { omp_set_num_threads(std::max(1, threads)); }
 
-int NumThreads() { return omp_get_max_threads(); }
-
 int DefaultThreads(int local_ranks) {
   const int share =
       static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, local_ranks);

@@ -54,9 +54,6 @@ const std::string& Attrs::GetString(const std::string& name) const {
 const std::vector<int64_t>& Attrs::GetInts(const std::string& name) const {
   return GetAs<std::vector<int64_t>>(items_, name, "a list of ints");
 }
-const std::vector<double>& Attrs::GetFloats(const std::string& name) const {
-  return GetAs<std::vector<double>>(items_, name, "a list of floats");
-}
 
 std::string Attrs::ToString() const {
   return absl::StrCat("{",

@@ -29,7 +29,6 @@ class Attrs {
   bool GetBool(const std::string& name) const;
   const std::string& GetString(const std::string& name) const;
   const std::vector<int64_t>& GetInts(const std::string& name) const;
-  const std::vector<double>& GetFloats(const std::string& name) const;
 
   const std::map<std::string, AttrValue>& items() const { return items_; }
   // "{groups=1, stride=[2, 2]}"

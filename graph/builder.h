@@ -30,7 +30,6 @@ class Builder {
   // Nodes added from now on go right before `node` (at the end when null), as passes that
   // rewrite a graph in place need.
   void SetInsertBefore(const Node* node) { insert_before_ = node; }
-  const std::string& name_prefix() const { return prefix_; }
 
   const absl::Status& status() const { return status_; }
   // Fails the graph with an error found outside the builder, by a front end tracing its own

@@ -7,7 +7,6 @@
 namespace lockstep {
 namespace {
 
-// (N, C) of the node's input 0.
 // A bad label would index outside the row: fail instead.
 absl::Status CheckLabels(const char* op, const int32_t* labels, const Rows& rows) {
   for (int64_t i = 0; i < rows.n; ++i) {
