@@ -2,13 +2,14 @@
 // Each rank sums its part per channel (in double), one AllReduce of those sums through the
 // group's queue gives every rank the same mean and variance, and the backward does the same for
 // the two sums its input gradient needs. Plain loops over the plain or channel-blocked layout
-// of x, so they sit between oneDNN nodes without reorders.
+// of x, so they sit between oneDNN nodes without reorders. The per-channel and per-element
+// formulas are ops/batch_norm_math.h's, which the CUDA twin runs too.
 
-#include <cmath>
 #include <vector>
 
 #include "core/tensor.h"
 #include "graph/kernel.h"
+#include "ops/batch_norm_math.h"
 #include "ops/cpu/cpu_layouts.h"
 #include "parallel/comm_group.h"
 
@@ -64,20 +65,20 @@ class SyncKernel : public Kernel {
  protected:
   SyncKernel(const Node& node, CommGroup* group)
       : layout_(*node.inputs[0]),
-        epsilon_(node.attrs.GetFloat("epsilon")),
+        epsilon_(static_cast<float>(node.attrs.GetFloat("epsilon"))),
         group_(group),
         label_(node.Describe()),
         sums_(Tensor::Empty({2 * layout_.channels}, DType::kF64)) {}
 
   // Adds every rank's sums into sums_; the element count becomes the global one.
-  absl::Status AllReduceSums(int64_t* count) {
-    *count = layout_.per_channel() * group_->communicator->size();
+  absl::Status AllReduceSums(double* count) {
+    *count = static_cast<double>(layout_.per_channel() * group_->communicator->size());
     return group_->RunNow(
         label_, [this] { return group_->communicator->AllReduce(sums_, ReduceOp::kSum); });
   }
 
   ChannelLayout layout_;
-  double epsilon_;
+  float epsilon_;
   CommGroup* group_;
   std::string label_;
   Tensor sums_;  // (2C) f64
@@ -88,7 +89,7 @@ class SyncBatchNormKernel : public SyncKernel {
  public:
   SyncBatchNormKernel(const Node& node, CommGroup* group)
       : SyncKernel(node, group),
-        momentum_(node.attrs.GetFloat("momentum")),
+        momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))),
         scale_(static_cast<size_t>(layout_.channels)) {}
 
   absl::Status Run(const KernelIO& io) override {
@@ -98,7 +99,7 @@ class SyncBatchNormKernel : public SyncKernel {
     ChannelSums(
         layout_, sums, [&](int64_t, int64_t i) { return double{x[i]}; },
         [&](int64_t, int64_t i) { return double{x[i]} * x[i]; });
-    int64_t count = 0;
+    double count = 0.0;
     LS_RETURN_IF_ERROR(AllReduceSums(&count));
     const float* gamma = io.inputs[1].data<float>();    // (C)
     const float* beta = io.inputs[2].data<float>();     // (C)
@@ -106,32 +107,27 @@ class SyncBatchNormKernel : public SyncKernel {
     float* var = io.outputs[2].data<float>();           // (C) biased
     float* running_mean = io.outputs[3].data<float>();  // (C) in place
     float* running_var = io.outputs[4].data<float>();   // (C) in place
-    const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
-    for (int64_t c = 0; c < c_total; ++c) {
-      const double m = sums[c] / static_cast<double>(count);
-      const double v = std::max(0.0, sums[c_total + c] / static_cast<double>(count) - m * m);
-      mean[c] = static_cast<float>(m);
-      var[c] = static_cast<float>(v);
-      running_mean[c] = static_cast<float>(momentum_ * running_mean[c] + (1.0 - momentum_) * m);
-      running_var[c] =
-          static_cast<float>(momentum_ * running_var[c] + (1.0 - momentum_) * unbias * v);
-    }
     float* scale = scale_.data();
     for (int64_t c = 0; c < c_total; ++c) {
-      scale[c] = gamma[c] / std::sqrt(var[c] + static_cast<float>(epsilon_));
+      mean[c] = math::ChannelMean(sums[c], count);
+      var[c] = math::BiasedVariance(sums[c], sums[c_total + c], count);
+      math::UpdateRunningStatistics(mean[c], var[c], count, momentum_, &running_mean[c],
+                                    &running_var[c]);
+      scale[c] = gamma[c] * math::InvStdFromVariance(var[c], epsilon_);
     }
     float* y = io.outputs[0].data<float>();  // (N, C, H, W) in x's layout
 #pragma omp parallel for schedule(static)
     for (int64_t cb = 0; cb < layout_.blocks(); ++cb) {
-      layout_.ForEachInBlock(
-          cb, [&](int64_t c, int64_t i) { y[i] = (x[i] - mean[c]) * scale[c] + beta[c]; });
+      layout_.ForEachInBlock(cb, [&](int64_t c, int64_t i) {
+        y[i] = math::NormOutput(x[i], mean[c], scale[c], beta[c]);
+      });
     }
     return absl::OkStatus();
   }
 
  private:
-  double momentum_;
-  std::vector<float> scale_;  // (C) gamma / sqrt(var + epsilon)
+  float momentum_;
+  std::vector<float> scale_;  // (C) gamma * inv_std
 };
 
 // (x, gamma, mean, var, dy) -> (dx, dgamma, dbeta). dgamma and dbeta are this rank's part
@@ -150,30 +146,31 @@ class SyncBatchNormGradKernel : public SyncKernel {
     const float* dy = io.inputs[4].data<float>();     // like x
     const int64_t c_total = layout_.channels;
     float* inv_std = inv_std_.data();
-    for (int64_t c = 0; c < c_total; ++c) {
-      inv_std[c] = 1.0f / std::sqrt(var[c] + static_cast<float>(epsilon_));
-    }
+    for (int64_t c = 0; c < c_total; ++c) inv_std[c] = math::InvStdFromVariance(var[c], epsilon_);
     double* sums = sums_.data<double>();
     ChannelSums(
         layout_, sums, [&](int64_t, int64_t i) { return double{dy[i]}; },
-        [&](int64_t c, int64_t i) { return double{dy[i]} * (x[i] - mean[c]) * inv_std[c]; });
+        [&](int64_t c, int64_t i) {
+          return double{dy[i]} * math::NormXHat(x[i], mean[c], inv_std[c]);
+        });
     float* dgamma = io.outputs[1].data<float>();  // (C)
     float* dbeta = io.outputs[2].data<float>();   // (C)
     for (int64_t c = 0; c < c_total; ++c) {
       dbeta[c] = static_cast<float>(sums[c]);
       dgamma[c] = static_cast<float>(sums[c_total + c]);
     }
-    int64_t count = 0;
+    double count = 0.0;
     LS_RETURN_IF_ERROR(AllReduceSums(&count));
-    // The global sums become means: sums[c] of dy, sums[C + c] of dy * x_hat.
-    for (int64_t k = 0; k < 2 * c_total; ++k) sums[k] /= static_cast<double>(count);
+    // The global sums become means (in double, see NormInputGrad): sums[c] of dy, sums[C + c] of
+    // dy * x_hat.
+    for (int64_t k = 0; k < 2 * c_total; ++k) sums[k] /= count;
     float* dx = io.outputs[0].data<float>();  // like x
 #pragma omp parallel for schedule(static)
     for (int64_t cb = 0; cb < layout_.blocks(); ++cb) {
       layout_.ForEachInBlock(cb, [&](int64_t c, int64_t i) {
-        const double x_hat = (x[i] - mean[c]) * inv_std[c];
-        dx[i] = static_cast<float>(gamma[c] * inv_std[c] *
-                                   (dy[i] - sums[c] - x_hat * sums[c_total + c]));
+        dx[i] = static_cast<float>(
+            math::NormInputGrad<double>(dy[i], math::NormXHat(x[i], mean[c], inv_std[c]),
+                                        gamma[c] * inv_std[c], sums[c], sums[c_total + c]));
       });
     }
     return absl::OkStatus();

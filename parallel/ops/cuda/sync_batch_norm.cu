@@ -1,3 +1,7 @@
+// The per-channel and per-element formulas are ops/batch_norm_math.h's, which the CPU twin
+// (parallel/ops/cpu/sync_batch_norm.cc) runs too.
+
+#include "ops/batch_norm_math.h"
 #include "ops/cuda/device_util.cuh"
 #include "parallel/ops/cuda/sync_batch_norm_kernels.h"
 
@@ -8,8 +12,6 @@ using ::lockstep::cuda::BlockReduce;
 using ::lockstep::cuda::BlocksFor;
 using ::lockstep::cuda::kThreadsPerBlock;
 using ::lockstep::cuda::SumOf;
-
-__device__ float InvStd(float var, float epsilon) { return rsqrtf(var + epsilon); }
 
 // One block per channel, combined by BlockReduce's fixed-order tree: the same sums every run.
 template <typename First, typename Second>
@@ -38,23 +40,20 @@ __global__ void ForwardSums(const float* x, ChannelShape shape, double* sums) {
 __global__ void BackwardSums(const float* x, const float* dy, const float* mean, const float* var,
                              float epsilon, ChannelShape shape, double* sums) {
   const int64_t c = blockIdx.x;
-  const float m = mean[c], inv_std = InvStd(var[c], epsilon);
+  const float m = mean[c], inv_std = math::InvStdFromVariance(var[c], epsilon);
   ChannelSums(
       shape, sums, [&](int64_t i) { return double{dy[i]}; },
-      [&](int64_t i) { return double{dy[i]} * (x[i] - m) * inv_std; });
+      [&](int64_t i) { return double{dy[i]} * math::NormXHat(x[i], m, inv_std); });
 }
 
-__global__ void Statistics(const double* sums, int64_t count, float momentum, int64_t channels,
+__global__ void Statistics(const double* sums, double count, float momentum, int64_t channels,
                            float* mean, float* var, float* running_mean, float* running_var) {
   const int64_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= channels) return;
-  const double m = sums[c] / static_cast<double>(count);
-  const double v = fmax(0.0, sums[channels + c] / static_cast<double>(count) - m * m);
-  const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
-  mean[c] = static_cast<float>(m);
-  var[c] = static_cast<float>(v);
-  running_mean[c] = static_cast<float>(momentum * running_mean[c] + (1.0 - momentum) * m);
-  running_var[c] = static_cast<float>(momentum * running_var[c] + (1.0 - momentum) * unbias * v);
+  mean[c] = math::ChannelMean(sums[c], count);
+  var[c] = math::BiasedVariance(sums[c], sums[channels + c], count);
+  math::UpdateRunningStatistics(mean[c], var[c], count, momentum, &running_mean[c],
+                                &running_var[c]);
 }
 
 __global__ void Normalize(const float* x, const float* gamma, const float* beta, const float* mean,
@@ -63,7 +62,8 @@ __global__ void Normalize(const float* x, const float* gamma, const float* beta,
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = (i / shape.pixels) % shape.channels;
-    y[i] = (x[i] - mean[c]) * (gamma[c] * InvStd(var[c], epsilon)) + beta[c];
+    const float gamma_inv_std = gamma[c] * math::InvStdFromVariance(var[c], epsilon);
+    y[i] = math::NormOutput(x[i], mean[c], gamma_inv_std, beta[c]);
   }
 }
 
@@ -76,17 +76,16 @@ __global__ void ParameterGradients(const double* sums, int64_t channels, float* 
 }
 
 __global__ void InputGradient(const float* x, const float* gamma, const float* mean,
-                              const float* var, const float* dy, const double* sums, int64_t count,
+                              const float* var, const float* dy, const double* sums, double count,
                               float epsilon, ChannelShape shape, float* dx) {
   const int64_t total = shape.n * shape.channels * shape.pixels;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t c = (i / shape.pixels) % shape.channels;
-    const float inv_std = InvStd(var[c], epsilon);
-    const double mean_dy = sums[c] / static_cast<double>(count);
-    const double mean_dy_xhat = sums[shape.channels + c] / static_cast<double>(count);
-    const double x_hat = (x[i] - mean[c]) * inv_std;
-    dx[i] = static_cast<float>(gamma[c] * inv_std * (dy[i] - mean_dy - x_hat * mean_dy_xhat));
+    const float inv_std = math::InvStdFromVariance(var[c], epsilon);
+    dx[i] = static_cast<float>(math::NormInputGrad<double>(
+        dy[i], math::NormXHat(x[i], mean[c], inv_std), gamma[c] * inv_std, sums[c] / count,
+        sums[shape.channels + c] / count));
   }
 }
 
@@ -112,7 +111,8 @@ cudaError_t LaunchNormalize(const float* x, const float* gamma, const float* bet
                             ChannelShape shape, float* mean, float* var, float* running_mean,
                             float* running_var, float* y, cudaStream_t stream) {
   Statistics<<<BlocksFor(shape.channels), kThreadsPerBlock, 0, stream>>>(
-      sums, count, momentum, shape.channels, mean, var, running_mean, running_var);
+      sums, static_cast<double>(count), momentum, shape.channels, mean, var, running_mean,
+      running_var);
   Normalize<<<BlocksFor(shape.n * shape.channels * shape.pixels), kThreadsPerBlock, 0, stream>>>(
       x, gamma, beta, mean, var, epsilon, shape, y);
   return cudaGetLastError();
@@ -130,7 +130,8 @@ cudaError_t LaunchInputGradient(const float* x, const float* gamma, const float*
                                 int64_t count, float epsilon, ChannelShape shape, float* dx,
                                 cudaStream_t stream) {
   InputGradient<<<BlocksFor(shape.n * shape.channels * shape.pixels), kThreadsPerBlock, 0,
-                  stream>>>(x, gamma, mean, var, dy, sums, count, epsilon, shape, dx);
+                  stream>>>(x, gamma, mean, var, dy, sums, static_cast<double>(count), epsilon,
+                            shape, dx);
   return cudaGetLastError();
 }
 
