@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/logging.h"
+#include "ops/image_input_math.h"
 
 namespace lockstep::dataset {
 namespace {
@@ -123,7 +124,8 @@ void Flip(const T* src, T* dst, int64_t height, int64_t width, int64_t channels)
 }
 
 // Works on the flat (H * W * C) array in blocks of 16 pixels, with the per-channel factors laid
-// out to match, so that the loop vectorizes whatever the channel count.
+// out to match, so that the loop vectorizes whatever the channel count. The formula is the input
+// stage's (ops/image_input_math.h), so a batch normalized on the device matches this bit for bit.
 template <typename T>
 void Normalize(const T* src, float* dst, int64_t pixels, int64_t channels,
                absl::Span<const float> mean, absl::Span<const float> std) {
@@ -131,18 +133,19 @@ void Normalize(const T* src, float* dst, int64_t pixels, int64_t channels,
   int64_t block = kBlockPixels * channels;
   std::vector<float> scale(block), shift(block);
   for (int64_t i = 0; i < block; ++i) {
-    scale[i] = 1.0f / std[i % channels];
-    shift[i] = -mean[i % channels] / std[i % channels];
+    const int64_t c = i % channels;
+    scale[i] = math::NormalizationScale(std[c]);
+    shift[i] = math::NormalizationShift(mean[c], std[c]);
   }
+  auto normalize = [&](int64_t i, int64_t j) {
+    dst[i + j] = math::NormalizePixel(static_cast<float>(src[i + j]), scale[j], shift[j]);
+  };
   int64_t n = pixels * channels;
   int64_t i = 0;
   for (; i + block <= n; i += block) {
-    for (int64_t j = 0; j < block; ++j) {
-      dst[i + j] = static_cast<float>(src[i + j]) * scale[j] + shift[j];
-    }
+    for (int64_t j = 0; j < block; ++j) normalize(i, j);
   }
-  for (int64_t j = 0; i + j < n; ++j)
-    dst[i + j] = static_cast<float>(src[i + j]) * scale[j] + shift[j];
+  for (int64_t j = 0; i + j < n; ++j) normalize(i, j);
 }
 
 template <typename T, int kChannels>
