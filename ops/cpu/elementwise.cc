@@ -1,3 +1,7 @@
+// The CPU kernels of the element-wise ops: the pointwise ones are ops/cpu/pointwise.h's over the
+// functors of ops/elementwise_math.h; Fill, Cast and BiasAdd, which do not map inputs to an output
+// element by element, have their own.
+
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -6,6 +10,7 @@
 #include "graph/kernel.h"
 #include "ops/cpu/convert_floats.h"
 #include "ops/cpu/cpu_layouts.h"
+#include "ops/cpu/pointwise.h"
 #include "ops/cpu/vector_loop.h"
 #include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
@@ -15,103 +20,14 @@ namespace {
 
 using cpu::ParallelFor;
 
-// Every kernel below is templated on the element type T (float, BFloat16, Float16): it computes
-// in float32 (the shared math of ops/elementwise_math.h) and rounds once into T, so a bf16 loop
-// reads and writes half the bytes of the float32 one and needs no bf16 hardware.
+// The kernels below are templated on the element type T (float, BFloat16, Float16) and compute in
+// float32, as the element-wise ones of ops/cpu/pointwise.h.
 
-template <typename T>
-class AddKernel : public Kernel {
- public:
-  explicit AddKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    const T* a = io.inputs[0].data<T>();  // any shape
-    const T* b = io.inputs[1].data<T>();  // same shape as a
-    T* y = io.outputs[0].data<T>();
-    ParallelFor(io.outputs[0].numel(),
-                [&](int64_t i) { y[i] = FloatTo<T>(ToFloat(a[i]) + ToFloat(b[i])); });
-    return absl::OkStatus();
-  }
-};
+math::ScaleOp ScaleOf(const Node& node) {
+  return {.scale = static_cast<float>(node.attrs.GetFloat("scale"))};
+}
 
-template <typename T>
-class AddReluKernel : public Kernel {
- public:
-  explicit AddReluKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    const T* a = io.inputs[0].data<T>();  // any shape
-    const T* b = io.inputs[1].data<T>();  // same shape as a
-    T* y = io.outputs[0].data<T>();
-    ParallelFor(io.outputs[0].numel(),
-                [&](int64_t i) { y[i] = FloatTo<T>(math::AddRelu(ToFloat(a[i]), ToFloat(b[i]))); });
-    return absl::OkStatus();
-  }
-};
-
-template <typename T>
-class ReluKernel : public Kernel {
- public:
-  explicit ReluKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    const T* x = io.inputs[0].data<T>();  // any shape
-    T* y = io.outputs[0].data<T>();
-    ParallelFor(io.outputs[0].numel(),
-                [&](int64_t i) { y[i] = FloatTo<T>(math::Relu(ToFloat(x[i]))); });
-    return absl::OkStatus();
-  }
-};
-
-template <typename T>
-class ReluGradKernel : public Kernel {
- public:
-  explicit ReluGradKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    const T* x = io.inputs[0].data<T>();   // forward input
-    const T* dy = io.inputs[1].data<T>();  // same shape
-    T* dx = io.outputs[0].data<T>();
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) {
-      dx[i] = FloatTo<T>(math::ReluGrad(ToFloat(x[i]), ToFloat(dy[i])));
-    });
-    return absl::OkStatus();
-  }
-};
-
-template <typename T>
-class AddReluGradKernel : public Kernel {
- public:
-  explicit AddReluGradKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    const T* x = io.inputs[0].data<T>();    // forward input or output
-    const T* dy1 = io.inputs[1].data<T>();  // same shape
-    const T* dy2 = io.inputs[2].data<T>();  // same shape
-    T* dx = io.outputs[0].data<T>();
-    // The sum rounded into T first (the same bits: the mask passes it or +0): rounding the masked
-    // sum would let GCC move the add under the mask's branch, where it may not speculate it, and
-    // the loop would not vectorize.
-    ParallelFor(io.outputs[0].numel(), [&](int64_t i) {
-      const T sum = FloatTo<T>(ToFloat(dy1[i]) + ToFloat(dy2[i]));
-      dx[i] = FloatTo<T>(math::ReluGrad(ToFloat(x[i]), ToFloat(sum)));
-    });
-    return absl::OkStatus();
-  }
-};
-
-template <typename T>
-class ScaleKernel : public Kernel {
- public:
-  explicit ScaleKernel(const Node& node)
-      : scale_(static_cast<float>(node.attrs.GetFloat("scale"))) {}
-  absl::Status Run(const KernelIO& io) override {
-    const T* x = io.inputs[0].data<T>();  // any shape
-    T* y = io.outputs[0].data<T>();
-    ParallelFor(io.outputs[0].numel(),
-                [&](int64_t i) { y[i] = FloatTo<T>(scale_ * ToFloat(x[i])); });
-    return absl::OkStatus();
-  }
-
- private:
-  float scale_;
-};
-
+// A fill rounds its value once: a std::fill, not a per-element functor.
 template <typename T>
 class FillKernel : public Kernel {
  public:
@@ -242,16 +158,13 @@ class BiasAddGradKernel : public Kernel {
   ChannelGeometry geometry_;
 };
 
-// Ops whose inputs and output have one shape: any layout, the first input's.
-KernelDef Pointwise(const char* op) { return {.op = op, .layouts = SameLayoutAsFirstInput}; }
-
 [[maybe_unused]] const bool kRegistered[] = {
-    RegisterFloatKernels<AddKernel, HostFloats>(Pointwise("Add")),
-    RegisterFloatKernels<AddReluKernel, HostFloats>(Pointwise("AddRelu")),
-    RegisterFloatKernels<AddReluGradKernel, HostFloats>(Pointwise("AddReluGrad")),
-    RegisterFloatKernels<ReluKernel, HostFloats>(Pointwise("Relu")),
-    RegisterFloatKernels<ReluGradKernel, HostFloats>(Pointwise("ReluGrad")),
-    RegisterFloatKernels<ScaleKernel, HostFloats>(Pointwise("Scale")),
+    cpu::RegisterPointwise<math::AddOp>("Add"),
+    cpu::RegisterPointwise<math::AddReluOp>("AddRelu"),
+    cpu::RegisterPointwise<math::AddReluGradOp>("AddReluGrad"),
+    cpu::RegisterPointwise<math::ReluOp>("Relu"),
+    cpu::RegisterPointwise<math::ReluGradOp>("ReluGrad"),
+    cpu::RegisterPointwise<math::ScaleOp>("Scale", ScaleOf),
     RegisterFloatKernels<FillKernel, HostFloats>({.op = "Fill"}),
     RegisterFloatKernels<BiasAddKernel, HostFloats>({.op = "BiasAdd"}),
     RegisterFloatKernels<BiasAddGradKernel, HostFloats>({.op = "BiasAddGrad"}),

@@ -1,10 +1,12 @@
 // CUDA kernels of the element-wise ops: the Kernel classes, whose Run queues a launcher of
-// ops/cuda/elementwise.cu on the device's compute stream. Each is a template on the element
-// type (float, __half, __nv_bfloat16), registered for f32, bf16 and f16. The element-wise ops
+// ops/cuda/elementwise.cu on the device's compute stream; the pointwise ops share one class over
+// their functors (ops/elementwise_math.h). Each is a template on the element type (float, __half,
+// __nv_bfloat16), registered for f32, bf16 and f16. The element-wise ops
 // keep their first input's layout (NHWC activations stay NHWC); BiasAdd and its gradient, which
 // index channels, want plain; Cast converts the layout as it converts the dtype (CastLayouts).
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -14,6 +16,7 @@
 #include "ops/cuda/element_types.h"
 #include "ops/cuda/elementwise_kernels.h"
 #include "ops/cuda/layout_kernels.h"
+#include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
 
 namespace lockstep {
@@ -23,86 +26,47 @@ using cuda::DataAs;
 using cuda::DeviceFloats;
 using cuda::StreamOf;
 
-template <typename T>
-class AddKernel : public Kernel {
+// y = op(x0, x1, ...) element by element for a functor of ops/elementwise_math.h (the launcher of
+// ops/cuda/pointwise.cuh, instantiated in elementwise.cu). Op is built by `op_of` from the node
+// where it has state (an attribute), else default-constructed.
+template <typename T, typename Op>
+class PointwiseKernel : public Kernel {
  public:
-  explicit AddKernel(const Node&) {}
+  using OpOf = Op (*)(const Node&);
+  explicit PointwiseKernel(const Node&) {}
+  PointwiseKernel(const Node& node, OpOf op_of) : op_(op_of(node)) {}
   absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAdd(DataAs<const T>(io.inputs[0]),  // any shape
-                                         DataAs<const T>(io.inputs[1]),  // same shape
-                                         DataAs<T>(io.outputs[0]),       // same shape
-                                         io.outputs[0].numel(), StreamOf(io)));
-    return absl::OkStatus();
-  }
-};
-
-template <typename T>
-class AddReluKernel : public Kernel {
- public:
-  explicit AddReluKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAddRelu(DataAs<const T>(io.inputs[0]),  // any shape
-                                             DataAs<const T>(io.inputs[1]),  // same shape
-                                             DataAs<T>(io.outputs[0]),       // same shape
-                                             io.outputs[0].numel(), StreamOf(io)));
-    return absl::OkStatus();
-  }
-};
-
-template <typename T>
-class ReluKernel : public Kernel {
- public:
-  explicit ReluKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchRelu(DataAs<const T>(io.inputs[0]),  // any shape
-                                          DataAs<T>(io.outputs[0]),       // same shape
-                                          io.outputs[0].numel(), StreamOf(io)));
-    return absl::OkStatus();
-  }
-};
-
-template <typename T>
-class ReluGradKernel : public Kernel {
- public:
-  explicit ReluGradKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchReluGrad(DataAs<const T>(io.inputs[0]),  // x, any shape
-                                              DataAs<const T>(io.inputs[1]),  // dy, same shape
-                                              DataAs<T>(io.outputs[0]),       // dx, same shape
-                                              io.outputs[0].numel(), StreamOf(io)));
-    return absl::OkStatus();
-  }
-};
-
-template <typename T>
-class AddReluGradKernel : public Kernel {
- public:
-  explicit AddReluGradKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchAddReluGrad(DataAs<const T>(io.inputs[0]),  // x, any shape
-                                                 DataAs<const T>(io.inputs[1]),  // dy1, same shape
-                                                 DataAs<const T>(io.inputs[2]),  // dy2, same shape
-                                                 DataAs<T>(io.outputs[0]),       // dx, same shape
-                                                 io.outputs[0].numel(), StreamOf(io)));
-    return absl::OkStatus();
-  }
-};
-
-template <typename T>
-class ScaleKernel : public Kernel {
- public:
-  explicit ScaleKernel(const Node& node)
-      : scale_(static_cast<float>(node.attrs.GetFloat("scale"))) {}
-  absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchScale(DataAs<const T>(io.inputs[0]), scale_,  // any shape
-                                           DataAs<T>(io.outputs[0]),               // same shape
-                                           io.outputs[0].numel(), StreamOf(io)));
+    std::array<const T*, kInputs> x;  // any shape, all alike
+    for (size_t j = 0; j < kInputs; ++j) x[j] = DataAs<const T>(io.inputs[j]);
+    CUDA_RETURN_IF_ERROR(cuda::LaunchPointwise(op_, x, DataAs<T>(io.outputs[0]),  // x's shape
+                                               io.outputs[0].numel(), StreamOf(io)));
     return absl::OkStatus();
   }
 
  private:
-  float scale_;
+  static constexpr size_t kInputs = math::InputsOf<Op>();
+  Op op_{};
 };
+
+template <typename Op>
+struct PointwiseOf {
+  template <typename T>
+  using Kernel = PointwiseKernel<T, Op>;
+};
+
+constexpr DeviceType kCUDA = DeviceType::kCUDA;
+
+// Registers Op's kernel for `op` in f32, bf16 and f16. Inputs and output have one shape, so any
+// layout goes: the first input's.
+template <typename Op, typename... OpOf>
+bool RegisterPointwise(const char* op, OpOf... op_of) {
+  return RegisterFloatKernels<PointwiseOf<Op>::template Kernel, DeviceFloats>(
+      {.op = op, .device = kCUDA, .layouts = SameLayoutAsFirstInput}, op_of...);
+}
+
+math::ScaleOp ScaleOf(const Node& node) {
+  return {.scale = static_cast<float>(node.attrs.GetFloat("scale"))};
+}
 
 template <typename T>
 class FillKernel : public Kernel {
@@ -236,20 +200,13 @@ class BiasAddGradKernel : public Kernel {
   ChannelGeometry g_;
 };
 
-constexpr DeviceType kCUDA = DeviceType::kCUDA;
-
-// Ops whose inputs and output have one shape: any layout, the first input's.
-KernelDef Pointwise(const char* op) {
-  return {.op = op, .device = kCUDA, .layouts = SameLayoutAsFirstInput};
-}
-
 [[maybe_unused]] const bool kRegistered[] = {
-    RegisterFloatKernels<AddKernel, DeviceFloats>(Pointwise("Add")),
-    RegisterFloatKernels<AddReluKernel, DeviceFloats>(Pointwise("AddRelu")),
-    RegisterFloatKernels<AddReluGradKernel, DeviceFloats>(Pointwise("AddReluGrad")),
-    RegisterFloatKernels<ReluKernel, DeviceFloats>(Pointwise("Relu")),
-    RegisterFloatKernels<ReluGradKernel, DeviceFloats>(Pointwise("ReluGrad")),
-    RegisterFloatKernels<ScaleKernel, DeviceFloats>(Pointwise("Scale")),
+    RegisterPointwise<math::AddOp>("Add"),
+    RegisterPointwise<math::AddReluOp>("AddRelu"),
+    RegisterPointwise<math::AddReluGradOp>("AddReluGrad"),
+    RegisterPointwise<math::ReluOp>("Relu"),
+    RegisterPointwise<math::ReluGradOp>("ReluGrad"),
+    RegisterPointwise<math::ScaleOp>("Scale", ScaleOf),
     RegisterFloatKernels<FillKernel, DeviceFloats>({.op = "Fill", .device = kCUDA}),
     RegisterFloatKernels<BiasAddKernel, DeviceFloats>({.op = "BiasAdd", .device = kCUDA}),
     RegisterFloatKernels<BiasAddGradKernel, DeviceFloats>({.op = "BiasAddGrad", .device = kCUDA}),

@@ -1,77 +1,18 @@
-// Element-wise CUDA kernels: one grid-stride loop each over functors that hold the pointers,
-// over packs of 8 bytes where the pointers allow; the per-element math is in
-// ops/elementwise_math.h, in float for every element type (16-bit values are loaded to float and
-// rounded back when stored).
+// Element-wise CUDA kernels: the pointwise ops' launcher (ops/cuda/pointwise.cuh) instantiated for
+// their functors of ops/elementwise_math.h, and the kernels of Fill, Cast and the bias, whose
+// operands differ in type or length.
 
-#include <type_traits>
-#include <utility>
+#include <array>
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/element_type.cuh"
 #include "ops/cuda/elementwise_kernels.h"
+#include "ops/cuda/pointwise.cuh"
 #include "ops/elementwise_math.h"
 
 namespace lockstep::cuda {
 namespace {
 
-// y[i] = op(x0[i], x1[i], ...) in float, a pack of V elements at a time (ForEachPack): every
-// element-wise op but the casts and the bias, whose operands differ in type or length.
-template <typename T, typename Op, int kInputs>
-struct MapFn {
-  Op op;
-  const T* x[kInputs > 0 ? kInputs : 1];  // (n) each
-  T* y;                                   // (n)
-
-  template <int V>
-  bool Fits() const {
-    bool fits = PacksFit<V>(y);
-    for (int j = 0; j < kInputs; ++j) fits = fits && PacksFit<V>(x[j]);
-    return fits;
-  }
-
-  template <int V>
-  __device__ void Apply(int64_t i) const {
-    Pack<T, V> in[kInputs > 0 ? kInputs : 1];
-    for (int j = 0; j < kInputs; ++j) in[j] = LoadPack<V>(x[j], i);
-    Pack<T, V> out;
-    for (int k = 0; k < V; ++k) {
-      out.at[k] = FromF32<T>(Call(in, k, std::make_index_sequence<kInputs>{}));
-    }
-    StorePack<V>(y, i, out);
-  }
-
-  template <int V, size_t... J>
-  __device__ float Call(const Pack<T, V>* in, int k, std::index_sequence<J...>) const {
-    return op(ToF32(in[J].at[k])...);
-  }
-};
-
-template <typename T, typename Op, typename... In>
-cudaError_t Map(int64_t n, cudaStream_t stream, Op op, T* y, const In*... x) {
-  return ForEachPack<T>(n, stream, MapFn<T, Op, sizeof...(In)>{op, {x...}, y});
-}
-
-struct AddOp {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-struct AddReluOp {
-  __device__ float operator()(float a, float b) const { return math::AddRelu(a, b); }
-};
-struct ReluOp {
-  __device__ float operator()(float x) const { return math::Relu(x); }
-};
-struct ReluGradOp {
-  __device__ float operator()(float x, float dy) const { return math::ReluGrad(x, dy); }
-};
-struct AddReluGradOp {
-  __device__ float operator()(float x, float dy1, float dy2) const {
-    return math::AddReluGrad(x, dy1, dy2);
-  }
-};
-struct ScaleOp {
-  float scale;
-  __device__ float operator()(float x) const { return scale * x; }
-};
 struct ConstantOp {
   float value;
   __device__ float operator()() const { return value; }
@@ -114,39 +55,8 @@ __global__ void BiasAddGradKernel(const T* dy,  // (outer, channels, inner)
 }  // namespace
 
 template <typename T>
-cudaError_t LaunchAdd(const T* a, const T* b, T* y, int64_t n, cudaStream_t stream) {
-  return Map(n, stream, AddOp{}, y, a, b);
-}
-
-template <typename T>
-cudaError_t LaunchAddRelu(const T* a, const T* b, T* y, int64_t n, cudaStream_t stream) {
-  return Map(n, stream, AddReluOp{}, y, a, b);
-}
-
-template <typename T>
-cudaError_t LaunchRelu(const T* x, T* y, int64_t n, cudaStream_t stream) {
-  return Map(n, stream, ReluOp{}, y, x);
-}
-
-template <typename T>
-cudaError_t LaunchReluGrad(const T* x, const T* dy, T* dx, int64_t n, cudaStream_t stream) {
-  return Map(n, stream, ReluGradOp{}, dx, x, dy);
-}
-
-template <typename T>
-cudaError_t LaunchAddReluGrad(const T* x, const T* dy1, const T* dy2, T* dx, int64_t n,
-                              cudaStream_t stream) {
-  return Map(n, stream, AddReluGradOp{}, dx, x, dy1, dy2);
-}
-
-template <typename T>
-cudaError_t LaunchScale(const T* x, float scale, T* y, int64_t n, cudaStream_t stream) {
-  return Map(n, stream, ScaleOp{scale}, y, x);
-}
-
-template <typename T>
 cudaError_t LaunchFill(T* y, float value, int64_t n, cudaStream_t stream) {
-  return Map(n, stream, ConstantOp{value}, y);
+  return LaunchPointwise<T, ConstantOp, 0>({value}, {}, y, n, stream);
 }
 
 template <typename T>
@@ -164,19 +74,30 @@ cudaError_t LaunchBiasAddGrad(const T* dy, T* dbias, int64_t outer, int64_t chan
   return cudaGetLastError();
 }
 
-#define LS_INSTANTIATE_ELEMENTWISE(T)                                                              \
-  template cudaError_t LaunchAdd(const T*, const T*, T*, int64_t, cudaStream_t);                   \
-  template cudaError_t LaunchAddRelu(const T*, const T*, T*, int64_t, cudaStream_t);               \
-  template cudaError_t LaunchRelu(const T*, T*, int64_t, cudaStream_t);                            \
-  template cudaError_t LaunchReluGrad(const T*, const T*, T*, int64_t, cudaStream_t);              \
-  template cudaError_t LaunchAddReluGrad(const T*, const T*, const T*, T*, int64_t, cudaStream_t); \
-  template cudaError_t LaunchScale(const T*, float, T*, int64_t, cudaStream_t);                    \
-  template cudaError_t LaunchFill(T*, float, int64_t, cudaStream_t);                               \
-  template cudaError_t LaunchBiasAdd(const T*, const T*, T*, int64_t, int64_t, int64_t,            \
-                                     cudaStream_t);                                                \
+#define LS_INSTANTIATE_ELEMENTWISE(T)                                                   \
+  template cudaError_t LaunchFill(T*, float, int64_t, cudaStream_t);                    \
+  template cudaError_t LaunchBiasAdd(const T*, const T*, T*, int64_t, int64_t, int64_t, \
+                                     cudaStream_t);                                     \
   template cudaError_t LaunchBiasAddGrad(const T*, T*, int64_t, int64_t, int64_t, cudaStream_t)
 LS_FOR_EACH_FLOAT_ELEMENT(LS_INSTANTIATE_ELEMENTWISE);
 #undef LS_INSTANTIATE_ELEMENTWISE
+
+// The pointwise ops' functors, each in every float element type: a new op adds its line.
+#define LS_INSTANTIATE_POINTWISE_IN(T, Op)                                                        \
+  template cudaError_t LaunchPointwise(Op, const std::array<const T*, math::InputsOf<Op>()>&, T*, \
+                                       int64_t, cudaStream_t)
+#define LS_INSTANTIATE_POINTWISE(Op)       \
+  LS_INSTANTIATE_POINTWISE_IN(float, Op);  \
+  LS_INSTANTIATE_POINTWISE_IN(__half, Op); \
+  LS_INSTANTIATE_POINTWISE_IN(__nv_bfloat16, Op)
+LS_INSTANTIATE_POINTWISE(math::AddOp);
+LS_INSTANTIATE_POINTWISE(math::AddReluOp);
+LS_INSTANTIATE_POINTWISE(math::AddReluGradOp);
+LS_INSTANTIATE_POINTWISE(math::ReluOp);
+LS_INSTANTIATE_POINTWISE(math::ReluGradOp);
+LS_INSTANTIATE_POINTWISE(math::ScaleOp);
+#undef LS_INSTANTIATE_POINTWISE
+#undef LS_INSTANTIATE_POINTWISE_IN
 
 template <typename From, typename To>
 cudaError_t LaunchCast(const From* x, To* y, int64_t n, cudaStream_t stream) {

@@ -6,29 +6,17 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace lockstep::cuda {
 
-// y = a + b; a, b, y: (n).
-template <typename T>
-cudaError_t LaunchAdd(const T* a, const T* b, T* y, int64_t n, cudaStream_t stream);
-// y = relu(a + b); a, b, y: (n).
-template <typename T>
-cudaError_t LaunchAddRelu(const T* a, const T* b, T* y, int64_t n, cudaStream_t stream);
-// y = relu(x); x, y: (n).
-template <typename T>
-cudaError_t LaunchRelu(const T* x, T* y, int64_t n, cudaStream_t stream);
-// dx = dy where x > 0; x, dy, dx: (n).
-template <typename T>
-cudaError_t LaunchReluGrad(const T* x, const T* dy, T* dx, int64_t n, cudaStream_t stream);
-// dx = dy1 + dy2 where x > 0; x, dy1, dy2, dx: (n).
-template <typename T>
-cudaError_t LaunchAddReluGrad(const T* x, const T* dy1, const T* dy2, T* dx, int64_t n,
-                              cudaStream_t stream);
-// y = scale * x; x, y: (n).
-template <typename T>
-cudaError_t LaunchScale(const T* x, float scale, T* y, int64_t n, cudaStream_t stream);
+// y[i] = op(x[0][i], x[1][i], ...) for a functor of ops/elementwise_math.h; x[j], y: (n). Defined
+// in ops/cuda/pointwise.cuh, instantiated in ops/cuda/elementwise.cu for each functor.
+template <typename T, typename Op, size_t kInputs>
+cudaError_t LaunchPointwise(Op op, const std::array<const T*, kInputs>& x, T* y, int64_t n,
+                            cudaStream_t stream);
 // y = value; y: (n).
 template <typename T>
 cudaError_t LaunchFill(T* y, float value, int64_t n, cudaStream_t stream);

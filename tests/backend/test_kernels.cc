@@ -1,6 +1,7 @@
 // The test device's other kernels (element-wise, dense, loss, fill, shape, optimizer): plain loops
 // that sum in double, calling the op families' per-element math (ops/*_math.h) as every backend
-// does. ReLU and its gradient run in test_nc4hw where a value may use it.
+// does; ReLU and its gradient are the CPU's element-wise kernel (ops/cpu/pointwise.h), run in
+// test_nc4hw where a value may use it.
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ops/cpu/pointwise.h"
 #include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
 #include "ops/loss_math.h"
@@ -17,36 +19,14 @@
 namespace lockstep::test_backend {
 namespace {
 
-class ReluKernel : public Kernel {
- public:
-  explicit ReluKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    const float* x = io.inputs[0].data<float>();  // any shape and layout
-    float* y = io.outputs[0].data<float>();       // x's shape and layout
-    for (int64_t i = 0; i < io.outputs[0].numel(); ++i) y[i] = math::Relu(x[i]);
-    return absl::OkStatus();
-  }
-};
-
-class ReluGradKernel : public Kernel {
- public:
-  explicit ReluGradKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    const float* x = io.inputs[0].data<float>();   // any shape and layout
-    const float* dy = io.inputs[1].data<float>();  // x's shape and layout
-    float* dx = io.outputs[0].data<float>();       // x's shape and layout
-    for (int64_t i = 0; i < io.outputs[0].numel(); ++i) dx[i] = math::ReluGrad(x[i], dy[i]);
-    return absl::OkStatus();
-  }
-};
-
+// The CPU's element-wise loop, in float32 alone.
 REGISTER_KERNEL({.op = "Relu",
                  .device = kTestDeviceType,
-                 .create = MakeFactory<ReluKernel>(),
+                 .create = MakeFactory<cpu::PointwiseKernel<float, math::ReluOp>>(),
                  .layouts = BlockedWhereEligible});
 REGISTER_KERNEL({.op = "ReluGrad",
                  .device = kTestDeviceType,
-                 .create = MakeFactory<ReluGradKernel>(),
+                 .create = MakeFactory<cpu::PointwiseKernel<float, math::ReluGradOp>>(),
                  .layouts = BlockedWhereEligible});
 
 class BiasAddKernel : public Kernel {
