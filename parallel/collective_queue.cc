@@ -15,7 +15,7 @@ absl::Status CollectiveHandle::Wait(std::chrono::milliseconds timeout) {
     return absl::DeadlineExceededError(absl::StrCat(
         "collective #", state_->sequence, " ", state_->label, " did not finish within ",
         timeout.count() / 1000.0, " s: a rank died or took another path",
-        DescribeWhereRanksAre(state_->sequence)));
+        DescribeWhereRanksAre(state_->watchdog.get(), state_->sequence)));
   }
   return state_->status;
 }
@@ -26,8 +26,10 @@ bool CollectiveHandle::done() const {
   return state_->done;
 }
 
-CollectiveQueue::CollectiveQueue()
-    : shared_(std::make_shared<Shared>()), thread_([shared = shared_] { Loop(shared); }) {}
+CollectiveQueue::CollectiveQueue(std::shared_ptr<const Watchdog> watchdog)
+    : watchdog_(std::move(watchdog)),
+      shared_(std::make_shared<Shared>()),
+      thread_([shared = shared_] { Loop(shared); }) {}
 
 CollectiveQueue::~CollectiveQueue() {
   {
@@ -49,6 +51,7 @@ CollectiveHandle CollectiveQueue::Submit(std::string label,
   handle.state_->sequence = whereabouts::IssueCollective(label);
   handle.state_->label = std::move(label);
   handle.state_->queue_abandoned = shared_->abandoned;
+  handle.state_->watchdog = watchdog_;
   {
     std::lock_guard<std::mutex> lock(shared_->mutex);
     shared_->pending.push_back({std::move(collective), handle.state_});

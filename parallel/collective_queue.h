@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/status.h"
+#include "parallel/watchdog.h"
 
 namespace lockstep::parallel {
 
@@ -39,13 +40,15 @@ class CollectiveHandle {
     std::string label;
     int64_t sequence = 0;                                // core/whereabouts.h
     std::shared_ptr<std::atomic<bool>> queue_abandoned;  // set by a Wait that timed out
+    std::shared_ptr<const Watchdog> watchdog;            // the queue's
   };
   std::shared_ptr<State> state_;
 };
 
 class CollectiveQueue {
  public:
-  CollectiveQueue();
+  // `watchdog` (the context's; null for none) describes where every rank is after a timeout.
+  explicit CollectiveQueue(std::shared_ptr<const Watchdog> watchdog = nullptr);
   // Finishes what was submitted, then joins; except after a Wait timed out: its collective may
   // never return (a rank died or was stopped), so the thread is left to it, and to the process's
   // end, and what is still pending is dropped. That lets the error reach the binary's report
@@ -72,6 +75,7 @@ class CollectiveQueue {
   };
   static void Loop(std::shared_ptr<Shared> shared);
 
+  std::shared_ptr<const Watchdog> watchdog_;
   std::shared_ptr<Shared> shared_;
   std::thread thread_;
 };

@@ -17,10 +17,13 @@ constexpr auto kAbortWait = std::chrono::seconds(1);
 }  // namespace
 
 CollectiveWatch::CollectiveWatch(CollectiveProbe& probe, std::chrono::milliseconds timeout,
-                                 FailureHandler on_failure, std::chrono::milliseconds poll_every)
+                                 FailureHandler on_failure,
+                                 std::shared_ptr<const Watchdog> watchdog,
+                                 std::chrono::milliseconds poll_every)
     : probe_(probe),
       timeout_(timeout),
       on_failure_(std::move(on_failure)),
+      watchdog_(std::move(watchdog)),
       poll_every_(poll_every),
       thread_([this] { Loop(); }) {}
 
@@ -85,9 +88,10 @@ absl::Status CollectiveWatch::Poll() {
     if (!finished.ok()) return Annotate(finished.status(), where());
     if (!*finished) {
       if (std::chrono::steady_clock::now() - oldest.issued <= timeout_) break;
-      return absl::DeadlineExceededError(absl::StrCat(
-          where(), " did not finish within ", timeout_.count() / 1000.0,
-          " s: a rank died or took another path", DescribeWhereRanksAre(oldest.sequence)));
+      return absl::DeadlineExceededError(
+          absl::StrCat(where(), " did not finish within ", timeout_.count() / 1000.0,
+                       " s: a rank died or took another path",
+                       DescribeWhereRanksAre(watchdog_.get(), oldest.sequence)));
     }
     whereabouts::CompleteCollective(oldest.sequence);
     {
@@ -105,8 +109,9 @@ absl::Status CollectiveWatch::Poll() {
   }
   if (!oldest) return Annotate(async, "the device communicator, between collectives");
   return absl::Status(
-      async.code(), absl::StrCat("device collective #", oldest->sequence, " ", oldest->label, ": ",
-                                 async.message(), DescribeWhereRanksAre(oldest->sequence)));
+      async.code(),
+      absl::StrCat("device collective #", oldest->sequence, " ", oldest->label, ": ",
+                   async.message(), DescribeWhereRanksAre(watchdog_.get(), oldest->sequence)));
 }
 
 // NCCL's abort can block: it waits until every CUDA graph that recorded one of the

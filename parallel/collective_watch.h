@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "core/status.h"
+#include "parallel/watchdog.h"
 
 namespace lockstep::parallel {
 
@@ -46,9 +47,11 @@ class CollectiveWatch {
   // blocked for a second) and the failure was published.
   using FailureHandler = std::function<void(const absl::Status&)>;
 
-  // `probe` must outlive the watch. `timeout` is CommOptions::collective_timeout.
+  // `probe` must outlive the watch. `timeout` is CommOptions::collective_timeout; `watchdog`
+  // (the context's, or null) describes where every rank is in the failure.
   CollectiveWatch(CollectiveProbe& probe, std::chrono::milliseconds timeout,
                   FailureHandler on_failure = {},
+                  std::shared_ptr<const Watchdog> watchdog = nullptr,
                   std::chrono::milliseconds poll_every = std::chrono::milliseconds(10));
   ~CollectiveWatch();
   CollectiveWatch(const CollectiveWatch&) = delete;
@@ -76,6 +79,7 @@ class CollectiveWatch {
   CollectiveProbe& probe_;
   const std::chrono::milliseconds timeout_;
   const FailureHandler on_failure_;
+  const std::shared_ptr<const Watchdog> watchdog_;
   const std::chrono::milliseconds poll_every_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

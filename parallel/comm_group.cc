@@ -25,7 +25,8 @@ absl::StatusOr<CommGroup*> CommGroups::Find(absl::string_view name, Device devic
       LS_ASSIGN_OR_RETURN(communicator, context_.World(device));
     }
     it = groups_
-             .emplace(key, CommGroup{communicator, std::make_unique<CollectiveQueue>(),
+             .emplace(key, CommGroup{communicator,
+                                     std::make_unique<CollectiveQueue>(context_.watchdog()),
                                      context_.comm_options()})
              .first;
   }

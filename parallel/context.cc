@@ -15,12 +15,13 @@
 namespace lockstep::parallel {
 
 Context::State::~State() {
-  StopWatchdog();
-  if (!mpi_started) return;
-  // The communicators free their MPI and NCCL resources, which must go before MPI_Finalize.
+  // The communicators free their MPI and NCCL resources, which must go before MPI_Finalize, as
+  // must the watchdog's (stopped, in case a communicator somebody kept still holds it).
   gpus.world.reset();
   host_world.reset();
   host_comm.reset();
+  if (watchdog != nullptr) watchdog->Stop();
+  if (!mpi_started) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalize_mpi && !finalized) MPI_Finalize();
@@ -53,9 +54,11 @@ absl::StatusOr<Context> ContextBuilder::StartRendezvous(const InitOptions& optio
   state->store_server = std::move(meeting.server);
   state->store = std::move(meeting.store);
   state->host_comm = std::move(meeting.host);
-  LS_RETURN_IF_ERROR(StartStoreWatchdog(rendezvous.master_addr, rendezvous.master_port,
-                                        meeting.prefix, state->rank, state->size, timeout));
-  state->host_world = std::make_shared<TimedCommunicator>(state->host_comm, timeout);
+  LS_ASSIGN_OR_RETURN(state->watchdog,
+                      Watchdog::OverStore(rendezvous.master_addr, rendezvous.master_port,
+                                          meeting.prefix, state->rank, state->size, timeout));
+  state->host_world =
+      std::make_shared<TimedCommunicator>(state->host_comm, timeout, state->watchdog);
   if (state->rank == 0) {
     LS_LOG(Info) << "started by " << options.launcher << ": " << state->size << " ranks, "
                  << "master " << rendezvous.master_addr << ":" << rendezvous.master_port
@@ -69,8 +72,9 @@ absl::StatusOr<Context> ContextBuilder::StartRendezvous(const InitOptions& optio
 absl::Status ContextBuilder::StartDeviceWorld(State* state) {
   const RankPlace place{
       .rank = state->rank, .local_rank = state->local_rank, .local_size = state->local_size};
-  LS_ASSIGN_OR_RETURN(state->gpus,
-                      parallel::StartDeviceWorld(place, *state->host_world, state->comm_options));
+  LS_ASSIGN_OR_RETURN(
+      state->gpus,
+      parallel::StartDeviceWorld(place, *state->host_world, state->comm_options, state->watchdog));
   return absl::OkStatus();
 }
 

@@ -27,6 +27,7 @@
 #include "parallel/communicator.h"
 #include "parallel/device_world.h"
 #include "parallel/options.h"
+#include "parallel/watchdog.h"
 
 namespace lockstep::parallel {
 
@@ -90,6 +91,9 @@ class Context {
   // with the collective timeout (TimedCommunicator), so a dead or stopped rank ends it with a
   // report instead of a hang.
   std::shared_ptr<Communicator> HostWorld() const { return state_->host_world; }
+  // This rank's watchdog (watchdog.h), for the report of communicators and queues of one's own
+  // after a timeout; null in a world of one.
+  std::shared_ptr<const Watchdog> watchdog() const { return state_->watchdog; }
 
  private:
   friend class ContextBuilder;  // context_builder.h
@@ -97,7 +101,7 @@ class Context {
     State() = default;
     State(const State&) = delete;
     State& operator=(const State&) = delete;
-    ~State();  // under MPI: stops the watchdog, drops the communicators, finalizes MPI
+    ~State();  // drops the communicators, stops the watchdog; under MPI finalizes MPI
     int rank = 0;
     int size = 1;
     int local_rank = 0;
@@ -110,6 +114,7 @@ class Context {
     // serves it (rank 0, unless the launcher's agent does), its server.
     std::unique_ptr<TcpStoreServer> store_server;
     std::unique_ptr<TcpStore> store;
+    std::shared_ptr<Watchdog> watchdog;        // with more than one rank
     std::shared_ptr<Communicator> host_comm;   // MPI's (or a world of one's), untimed
     std::shared_ptr<Communicator> host_world;  // host_comm with the timeout (TimedCommunicator)
     DeviceWorld gpus;  // the GPU this rank computes on and NCCL over it, or why none

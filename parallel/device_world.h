@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "parallel/communicator.h"
 #include "parallel/options.h"
+#include "parallel/watchdog.h"
 
 namespace lockstep::parallel {
 
@@ -37,8 +38,10 @@ DeviceWorld DeviceWorldOfOne(Communicator& host_world, const CommOptions& option
 
 // Every rank's GPUs gathered over `host_world` and assigned alike on every rank
 // (gpu_assignment.h): all ranks start NCCL on their GPU, or none does. An assignment that fails
-// is kept in gpu_error; only a failing collective or NCCL start is an error.
+// is kept in gpu_error; only a failing collective or NCCL start is an error. NCCL's timeouts
+// report where every rank is through `watchdog`.
 absl::StatusOr<DeviceWorld> StartDeviceWorld(const RankPlace& place, Communicator& host_world,
-                                             const CommOptions& options);
+                                             const CommOptions& options,
+                                             std::shared_ptr<const Watchdog> watchdog);
 
 }  // namespace lockstep::parallel

@@ -6,7 +6,8 @@ bool BuiltWithCuda() { return false; }
 
 DeviceWorld DeviceWorldOfOne(Communicator&, const CommOptions&) { return {}; }
 
-absl::StatusOr<DeviceWorld> StartDeviceWorld(const RankPlace&, Communicator&, const CommOptions&) {
+absl::StatusOr<DeviceWorld> StartDeviceWorld(const RankPlace&, Communicator&, const CommOptions&,
+                                             std::shared_ptr<const Watchdog>) {
   return DeviceWorld{};
 }
 

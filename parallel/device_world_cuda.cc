@@ -49,7 +49,8 @@ DeviceWorld DeviceWorldOfOne(Communicator& host_world, const CommOptions& option
 }
 
 absl::StatusOr<DeviceWorld> StartDeviceWorld(const RankPlace& place, Communicator& host_world,
-                                             const CommOptions& options) {
+                                             const CommOptions& options,
+                                             std::shared_ptr<const Watchdog> watchdog) {
   const RankGpuView mine{.rank = place.rank,
                          .host = HostName(),
                          .local_rank = place.local_rank,
@@ -72,7 +73,7 @@ absl::StatusOr<DeviceWorld> StartDeviceWorld(const RankPlace& place, Communicato
   CUDA_RETURN_IF_ERROR(cudaSetDevice(index));
   LS_ASSIGN_OR_RETURN(gpus.world,
                       NcclCommunicator::Create(host_world, index, options.collective_timeout,
-                                               options.on_device_failure));
+                                               options.on_device_failure, std::move(watchdog)));
   return gpus;
 }
 

@@ -46,9 +46,9 @@ absl::Status ContextBuilder::StartMpiWorld(int* argc, char*** argv, State* state
   LS_ASSIGN_OR_RETURN(state->host_comm,
                       MpiCommunicator::Create(MPI_COMM_WORLD, MpiCommunicator::kMaxCount,
                                               state->comm_options.allreduce_segment_bytes));
-  state->host_world =
-      std::make_shared<TimedCommunicator>(state->host_comm, state->comm_options.collective_timeout);
-  LS_RETURN_IF_ERROR(StartWatchdog());
+  LS_ASSIGN_OR_RETURN(state->watchdog, Watchdog::OverMpi());
+  state->host_world = std::make_shared<TimedCommunicator>(
+      state->host_comm, state->comm_options.collective_timeout, state->watchdog);
   return StartDeviceWorld(state);
 }
 

@@ -171,16 +171,18 @@ class NcclCommunicator::Probe : public CollectiveProbe {
 
 NcclCommunicator::NcclCommunicator(int rank, int size, Device device,
                                    std::chrono::milliseconds timeout,
-                                   CollectiveWatch::FailureHandler on_failure)
+                                   CollectiveWatch::FailureHandler on_failure,
+                                   std::shared_ptr<const Watchdog> watchdog)
     : rank_(rank),
       size_(size),
       device_(device),
       timeout_(timeout),
-      on_failure_(std::move(on_failure)) {}
+      on_failure_(std::move(on_failure)),
+      watchdog_(std::move(watchdog)) {}
 
 absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(
     Communicator& bootstrap, int device_index, std::chrono::milliseconds timeout,
-    CollectiveWatch::FailureHandler on_failure) {
+    CollectiveWatch::FailureHandler on_failure, std::shared_ptr<const Watchdog> watchdog) {
   Tensor id = Tensor::Empty({static_cast<int64_t>(sizeof(ncclUniqueId))}, DType::kU8);
   if (bootstrap.rank() == 0) {
     NCCL_RETURN_IF_ERROR(ncclGetUniqueId(static_cast<ncclUniqueId*>(id.raw_data())));
@@ -189,9 +191,9 @@ absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(
   ncclUniqueId unique_id;
   std::memcpy(&unique_id, id.raw_data(), sizeof(unique_id));
 
-  std::shared_ptr<NcclCommunicator> comm(new NcclCommunicator(bootstrap.rank(), bootstrap.size(),
-                                                              Device::CUDA(device_index), timeout,
-                                                              std::move(on_failure)));
+  std::shared_ptr<NcclCommunicator> comm(
+      new NcclCommunicator(bootstrap.rank(), bootstrap.size(), Device::CUDA(device_index), timeout,
+                           std::move(on_failure), std::move(watchdog)));
   LS_RETURN_IF_ERROR(comm->Join(
       [&](ncclComm_t* out, ncclConfig_t* config) {
         return ncclCommInitRankConfig(out, comm->size_, unique_id, comm->rank_, config);
@@ -213,7 +215,7 @@ absl::Status NcclCommunicator::Join(const JoinFn& join, const char* call, int pr
     return Annotate(joined, absl::StrCat("rank ", rank_, " joining the NCCL communicator on ",
                                          device_.ToString()));
   }
-  watch_ = std::make_unique<CollectiveWatch>(*probe_, timeout_, on_failure_);
+  watch_ = std::make_unique<CollectiveWatch>(*probe_, timeout_, on_failure_, watchdog_);
   barrier_ = Tensor::Empty({1}, DType::kI32, device_);
   flag_ = Tensor::Empty({1}, DType::kI32, device_);
   CUDA_RETURN_IF_ERROR(cudaMemset(barrier_.raw_data(), 0, barrier_.nbytes()));
@@ -227,7 +229,7 @@ absl::StatusOr<DeviceCollectives*> NcclCommunicator::Urgent() {
   int least = 0, greatest = 0;
   CUDA_RETURN_IF_ERROR(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   std::shared_ptr<NcclCommunicator> urgent(
-      new NcclCommunicator(rank_, size_, device_, timeout_, on_failure_));
+      new NcclCommunicator(rank_, size_, device_, timeout_, on_failure_, watchdog_));
   LS_RETURN_IF_ERROR(urgent->Join(
       [this](ncclComm_t* out, ncclConfig_t* config) {
         std::lock_guard<std::mutex> comm_lock(comm_mutex_);

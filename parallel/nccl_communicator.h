@@ -35,10 +35,12 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   // Collective over the ranks of `bootstrap` (a host communicator): rank 0 makes the NCCL
   // unique id, bootstrap.Broadcast hands it to the others, and every rank joins with CUDA
   // device `device_index`. `timeout` (CommOptions::collective_timeout) bounds the set-up and
-  // every collective; `on_failure` is CommOptions::on_device_failure.
+  // every collective; `on_failure` is CommOptions::on_device_failure, `watchdog` the context's
+  // (CollectiveWatch).
   static absl::StatusOr<std::shared_ptr<NcclCommunicator>> Create(
       Communicator& bootstrap, int device_index, std::chrono::milliseconds timeout,
-      CollectiveWatch::FailureHandler on_failure = {});
+      CollectiveWatch::FailureHandler on_failure = {},
+      std::shared_ptr<const Watchdog> watchdog = nullptr);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -73,7 +75,8 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   class Probe;  // the watch's view of comm_ and stream_ (nccl_communicator.cc)
 
   NcclCommunicator(int rank, int size, Device device, std::chrono::milliseconds timeout,
-                   CollectiveWatch::FailureHandler on_failure);
+                   CollectiveWatch::FailureHandler on_failure,
+                   std::shared_ptr<const Watchdog> watchdog);
   // Joins the communicator through `join` (ncclCommInitRankConfig or ncclCommSplit, given the
   // non-blocking config) with a stream of `priority`, then starts the watch.
   using JoinFn = std::function<ncclResult_t(ncclComm_t*, ncclConfig_t*)>;
@@ -99,6 +102,7 @@ class NcclCommunicator : public Communicator, public DeviceCollectives {
   Device device_;
   std::chrono::milliseconds timeout_;
   CollectiveWatch::FailureHandler on_failure_;
+  std::shared_ptr<const Watchdog> watchdog_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   // Held around every NCCL call on comm_, so that the watch's abort never meets one half-made.

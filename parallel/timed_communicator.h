@@ -20,8 +20,10 @@ namespace lockstep::parallel {
 
 class TimedCommunicator : public Communicator {
  public:
-  TimedCommunicator(std::shared_ptr<Communicator> inner, std::chrono::milliseconds timeout)
-      : inner_(std::move(inner)), timeout_(timeout) {}
+  // `watchdog`: the context's, for the report after a timeout.
+  TimedCommunicator(std::shared_ptr<Communicator> inner, std::chrono::milliseconds timeout,
+                    std::shared_ptr<const Watchdog> watchdog)
+      : inner_(std::move(inner)), timeout_(timeout), queue_(std::move(watchdog)) {}
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }

@@ -54,38 +54,21 @@ std::string DescribeRank(int rank, const whereabouts::Snapshot& now, int64_t wai
   return line;
 }
 
-// Answers "where are you" from any rank until stopped, and asks every rank when a collective
-// of this rank timed out. Subclasses carry the question and the answers.
-class Watchdog {
- public:
-  Watchdog(int rank, int size) : rank_(rank), size_(size) {}
-  virtual ~Watchdog() = default;
-
-  std::string Survey(int64_t waited) const;
-
- protected:
-  // Every rank's answer, in rank order, within kAnswerWithin; nullopt for a silent rank. This
-  // rank's own entry is filled by Survey.
-  virtual std::vector<std::optional<whereabouts::Snapshot>> Gather() const = 0;
-
-  const int rank_;
-  const int size_;
-};
-
 // Over MPI, on a communicator of its own: point-to-point questions and answers.
 class MpiWatchdog : public Watchdog {
  public:
   MpiWatchdog(MPI_Comm comm, int rank, int size)
       : Watchdog(rank, size), comm_(comm), thread_([this] { Answer(); }) {}
-  ~MpiWatchdog() override {
-    stopping_ = true;
+  ~MpiWatchdog() override { Stop(); }
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
     thread_.join();
     MPI_Comm_free(&comm_);
   }
 
  private:
   void Answer() {
-    while (!stopping_) {
+    while (!stopped_) {
       int query = 0;
       MPI_Status status;
       if (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, comm_, &query, &status) != MPI_SUCCESS) return;
@@ -103,7 +86,6 @@ class MpiWatchdog : public Watchdog {
   std::vector<std::optional<whereabouts::Snapshot>> Gather() const override;
 
   MPI_Comm comm_;
-  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 
@@ -119,9 +101,12 @@ class StoreWatchdog : public Watchdog {
         asking_(std::move(asking)),
         prefix_(std::move(prefix)),
         thread_([this] { Answer(); }) {}
-  ~StoreWatchdog() override {
-    stopping_ = true;
+  ~StoreWatchdog() override { Stop(); }
+  void Stop() override {
+    if (stopped_.exchange(true)) return;
     thread_.join();
+    answering_.reset();
+    asking_.reset();
   }
 
  private:
@@ -131,7 +116,7 @@ class StoreWatchdog : public Watchdog {
   }
 
   void Answer() {
-    for (int64_t survey = 1; !stopping_;) {
+    for (int64_t survey = 1; !stopped_;) {
       const absl::Status asked = answering_->Wait({SurveyKey(survey)}, kPollEvery * 25);
       if (absl::IsDeadlineExceeded(asked)) continue;
       if (!asked.ok()) return;  // the store is gone: the job is ending
@@ -144,7 +129,6 @@ class StoreWatchdog : public Watchdog {
   std::unique_ptr<TcpStore> answering_;
   std::unique_ptr<TcpStore> asking_;
   const std::string prefix_;
-  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 
@@ -195,7 +179,10 @@ std::vector<std::optional<whereabouts::Snapshot>> StoreWatchdog::Gather() const 
   return answers;
 }
 
-std::string Watchdog::Survey(int64_t waited) const {
+}  // namespace
+
+std::string Watchdog::DescribeWhereRanksAre(int64_t waited) const {
+  if (stopped_) return "";
   std::vector<std::optional<whereabouts::Snapshot>> answers = Gather();
   answers[rank_] = whereabouts::Now();
   std::vector<std::string> lines = {"; where each rank is:"};
@@ -216,40 +203,33 @@ std::string Watchdog::Survey(int64_t waited) const {
   return absl::StrJoin(lines, "\n");
 }
 
-std::atomic<Watchdog*> g_watchdog{nullptr};
-
-}  // namespace
-
-absl::Status StartWatchdog() {
+absl::StatusOr<std::shared_ptr<Watchdog>> Watchdog::OverMpi() {
   int size = 0, thread_level = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Query_thread(&thread_level);
-  if (size < 2 || thread_level < MPI_THREAD_MULTIPLE) return absl::OkStatus();
+  if (size < 2 || thread_level < MPI_THREAD_MULTIPLE) return nullptr;
   MPI_Comm comm;
   MPI_RETURN_IF_ERROR(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   whereabouts::Enable();
-  g_watchdog.store(new MpiWatchdog(comm, rank, size));
-  return absl::OkStatus();
+  return std::make_shared<MpiWatchdog>(comm, rank, size);
 }
 
-absl::Status StartStoreWatchdog(const std::string& host, int port, const std::string& prefix,
-                                int rank, int size, std::chrono::milliseconds timeout) {
-  if (size < 2) return absl::OkStatus();
+absl::StatusOr<std::shared_ptr<Watchdog>> Watchdog::OverStore(const std::string& host, int port,
+                                                              const std::string& prefix, int rank,
+                                                              int size,
+                                                              std::chrono::milliseconds timeout) {
+  if (size < 2) return nullptr;
   LS_ASSIGN_OR_RETURN(std::unique_ptr<TcpStore> answering, TcpStore::Connect(host, port, timeout));
   LS_ASSIGN_OR_RETURN(std::unique_ptr<TcpStore> asking, TcpStore::Connect(host, port, timeout));
   whereabouts::Enable();
-  g_watchdog.store(
-      new StoreWatchdog(std::move(answering), std::move(asking), prefix + "watchdog/", rank, size));
-  return absl::OkStatus();
+  return std::make_shared<StoreWatchdog>(std::move(answering), std::move(asking),
+                                         prefix + "watchdog/", rank, size);
 }
 
-void StopWatchdog() { delete g_watchdog.exchange(nullptr); }
-
-std::string DescribeWhereRanksAre(int64_t waited) {
-  const Watchdog* watchdog = g_watchdog.load();
-  return watchdog != nullptr ? watchdog->Survey(waited) : "";
+std::string DescribeWhereRanksAre(const Watchdog* watchdog, int64_t waited) {
+  return watchdog != nullptr ? watchdog->DescribeWhereRanksAre(waited) : "";
 }
 
 }  // namespace lockstep::parallel

@@ -69,7 +69,7 @@ struct Failures {
 TEST(CollectiveWatchTest, FinishedCollectivesReleaseTheirWaiters) {
   FakeProbe probe;
   Failures failures;
-  CollectiveWatch watch(probe, 10s, failures.Handler(), 1ms);
+  CollectiveWatch watch(probe, 10s, failures.Handler(), nullptr, 1ms);
   const int64_t first = watch.Issue("AllReduce of 4 bytes");
   const int64_t second = watch.Issue("AllReduce of 8 bytes");
   EXPECT_GT(second, first);
@@ -85,7 +85,7 @@ TEST(CollectiveWatchTest, FinishedCollectivesReleaseTheirWaiters) {
 TEST(CollectiveWatchTest, ACompletionThatNeverComesTimesOutAbortsAndFailsEveryWaiter) {
   FakeProbe probe;
   Failures failures;
-  CollectiveWatch watch(probe, 200ms, failures.Handler(), 1ms);
+  CollectiveWatch watch(probe, 200ms, failures.Handler(), nullptr, 1ms);
   const auto start = std::chrono::steady_clock::now();
   const int64_t stuck = watch.Issue("AllReduce of 1.0 MB");
   std::future<absl::Status> waiter =
@@ -111,7 +111,7 @@ TEST(CollectiveWatchTest, AnErrorTheCommunicatorReportsFailsAtOnceNamingTheColle
   // A peer that stops answering over the network: NCCL notices before any timeout.
   FakeProbe probe;
   Failures failures;
-  CollectiveWatch watch(probe, 600s, failures.Handler(), 1ms);
+  CollectiveWatch watch(probe, 600s, failures.Handler(), nullptr, 1ms);
   const int64_t waiting = watch.Issue("AllReduce of 2.0 MB");
   probe.FailAsync(
       absl::UnavailableError("NCCL: remote process exited or there was a network error"));
@@ -126,7 +126,7 @@ TEST(CollectiveWatchTest, AnErrorTheCommunicatorReportsFailsAtOnceNamingTheColle
 TEST(CollectiveWatchTest, AnErrorBetweenCollectivesFailsTheNextOne) {
   FakeProbe probe;
   Failures failures;
-  CollectiveWatch watch(probe, 600s, failures.Handler(), 1ms);
+  CollectiveWatch watch(probe, 600s, failures.Handler(), nullptr, 1ms);
   probe.FailAsync(absl::InternalError("NCCL: unhandled system error"));
   while (watch.failure().ok()) std::this_thread::sleep_for(1ms);
   EXPECT_THAT(watch.failure().message(), HasSubstr("between collectives"));
@@ -142,7 +142,7 @@ TEST(CollectiveWatchTest, AProbeErrorIsAFailureToo) {
     }
   } probe;
   Failures failures;
-  CollectiveWatch watch(probe, 600s, failures.Handler(), 1ms);
+  CollectiveWatch watch(probe, 600s, failures.Handler(), nullptr, 1ms);
   const absl::Status status = watch.WaitFor(watch.Issue("AllReduce of 4 bytes"));
   EXPECT_THAT(status.message(),
               AllOf(HasSubstr("AllReduce of 4 bytes"), HasSubstr("illegal memory access")));
@@ -166,7 +166,7 @@ TEST(CollectiveWatchTest, AnAbortThatBlocksHoldsBackNeitherTheFailureNorTheHandl
   } probe;
   Failures failures;
   {
-    CollectiveWatch watch(probe, 100ms, failures.Handler(), 1ms);
+    CollectiveWatch watch(probe, 100ms, failures.Handler(), nullptr, 1ms);
     const auto start = std::chrono::steady_clock::now();
     const absl::Status status = watch.WaitFor(watch.Issue("AllReduce of 4 bytes"));
     EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);

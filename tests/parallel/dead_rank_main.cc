@@ -31,7 +31,7 @@ int Run(int argc, char** argv) {
   if (!cpu_world.ok()) return ReportFatal(cpu_world.status());
   std::shared_ptr<Communicator> world = *cpu_world;  // queued below, as a group queues it
   Tensor gradient = Tensor::Zeros({1024}, DType::kF32);
-  CollectiveQueue queue;
+  CollectiveQueue queue(ctx->watchdog());
   CollectiveHandle handle = queue.Submit(
       "AllReduce 'dead_rank/gradient'", [&] { return world->AllReduce(gradient, ReduceOp::kSum); });
   absl::Status status = handle.Wait(ctx->comm_options().collective_timeout);

@@ -120,8 +120,9 @@ class DeviceCollectivesTest : public ::testing::Test {
     auto on_failure = [failures = failures_](const absl::Status&) { ++*failures; };
     if (OnNccl()) {
 #ifdef LOCKSTEP_WITH_CUDA
-      absl::StatusOr<std::shared_ptr<NcclCommunicator>> nccl = NcclCommunicator::Create(
-          *TestContext().HostWorld(), TestContext().device().index, timeout, on_failure);
+      absl::StatusOr<std::shared_ptr<NcclCommunicator>> nccl =
+          NcclCommunicator::Create(*TestContext().HostWorld(), TestContext().device().index,
+                                   timeout, on_failure, TestContext().watchdog());
       ASSERT_TRUE(nccl.ok()) << nccl.status();
       world_ = *nccl;
       collectives_ = nccl->get();
@@ -131,7 +132,8 @@ class DeviceCollectivesTest : public ::testing::Test {
     } else {
       absl::StatusOr<std::shared_ptr<Communicator>> host = TestContext().World(Device::CPU());
       ASSERT_TRUE(host.ok()) << host.status();
-      auto stand_in = std::make_shared<stand_in::MpiStandIn>(*host, timeout, on_failure);
+      auto stand_in = std::make_shared<stand_in::MpiStandIn>(*host, timeout, on_failure,
+                                                             TestContext().watchdog());
       world_ = stand_in;
       collectives_ = stand_in.get();
     }

@@ -53,14 +53,17 @@ class MpiStandIn::Probe : public parallel::CollectiveProbe {
 
 MpiStandIn::MpiStandIn(std::shared_ptr<parallel::Communicator> host,
                        std::chrono::milliseconds timeout,
-                       parallel::CollectiveWatch::FailureHandler on_failure)
+                       parallel::CollectiveWatch::FailureHandler on_failure,
+                       std::shared_ptr<const parallel::Watchdog> watchdog)
     : host_(std::move(host)), probe_(std::make_unique<Probe>()) {
   StandIn();  // registers the device
   watch_ = std::make_unique<parallel::CollectiveWatch>(
-      *probe_, timeout, [this, on_failure = std::move(on_failure)](const absl::Status& failure) {
+      *probe_, timeout,
+      [this, on_failure = std::move(on_failure)](const absl::Status& failure) {
         done_changed_.notify_all();
         on_failure(failure);
-      });
+      },
+      std::move(watchdog));
 }
 
 MpiStandIn::~MpiStandIn() {

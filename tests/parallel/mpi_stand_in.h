@@ -26,9 +26,11 @@ namespace lockstep::stand_in {
 
 class MpiStandIn : public parallel::Communicator, public parallel::DeviceCollectives {
  public:
-  // `host`: an untimed host communicator over every rank (the context's MPI one).
+  // `host`: an untimed host communicator over every rank (the context's MPI one); `watchdog`:
+  // the context's.
   MpiStandIn(std::shared_ptr<parallel::Communicator> host, std::chrono::milliseconds timeout,
-             parallel::CollectiveWatch::FailureHandler on_failure);
+             parallel::CollectiveWatch::FailureHandler on_failure,
+             std::shared_ptr<const parallel::Watchdog> watchdog);
   ~MpiStandIn() override;  // waits for what the stream still runs
 
   int rank() const override { return host_->rank(); }

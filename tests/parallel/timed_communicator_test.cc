@@ -19,7 +19,7 @@ using std::chrono::milliseconds;
 
 TEST(TimedCommunicatorTest, ACollectiveALateRankMissesTimesOutWithAReport) {
   const Context& ctx = TestContext();
-  TimedCommunicator world(*ctx.World(Device::CPU()), milliseconds(500));
+  TimedCommunicator world(*ctx.World(Device::CPU()), milliseconds(500), ctx.watchdog());
   const int late = ctx.size() - 1;
   Tensor mine = Tensor::Empty({1}, DType::kI32);
   *mine.data<int32_t>() = ctx.rank();
@@ -37,7 +37,7 @@ TEST(TimedCommunicatorTest, ACollectiveALateRankMissesTimesOutWithAReport) {
   }
   // The late rank's arrival completes the AllGather on every rank; then the ranks meet again.
   if (ctx.rank() != late) std::this_thread::sleep_for(milliseconds(2500));
-  TimedCommunicator patient(*ctx.World(Device::CPU()), milliseconds(60'000));
+  TimedCommunicator patient(*ctx.World(Device::CPU()), milliseconds(60'000), ctx.watchdog());
   ASSERT_TRUE(patient.Barrier().ok());
   for (int rank = 0; rank < ctx.size(); ++rank) EXPECT_EQ(all.data<int32_t>()[rank], rank);
 }
