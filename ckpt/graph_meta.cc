@@ -3,7 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 #include "core/logging.h"
 #include "core/tensor.h"
 #include "graph/serialize.h"

@@ -12,7 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 
 namespace lockstep::ckpt {
 namespace {

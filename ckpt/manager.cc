@@ -6,10 +6,10 @@
 #include <utility>
 
 #include "absl/strings/str_join.h"
-#include "ckpt/file_io.h"
 #include "ckpt/graph_meta.h"
 #include "ckpt/naming.h"
 #include "ckpt/step_check.h"
+#include "core/file_io.h"
 #include "core/logging.h"
 
 namespace lockstep::ckpt {

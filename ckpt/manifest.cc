@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "absl/strings/match.h"
-#include "ckpt/file_io.h"
 #include "ckpt/naming.h"
+#include "core/file_io.h"
 
 namespace lockstep::ckpt {
 

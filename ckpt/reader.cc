@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_format.h"
 #include "ckpt/checkpoint.pb.h"
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 #include "core/host_memory.h"
 
 namespace lockstep::ckpt {

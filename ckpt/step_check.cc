@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "ckpt/file_io.h"
 #include "ckpt/graph_meta.h"
 #include "ckpt/naming.h"
 #include "ckpt/rank_state.h"
+#include "core/file_io.h"
 
 namespace lockstep::ckpt {
 namespace {

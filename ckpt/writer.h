@@ -9,8 +9,8 @@
 #include <unordered_set>
 
 #include "absl/strings/string_view.h"
-#include "ckpt/file_io.h"
 #include "ckpt/format.h"
+#include "core/file_io.h"
 #include "core/status.h"
 #include "core/tensor.h"
 

@@ -7,8 +7,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
+#include "core/file_io.h"
 #include "core/logging.h"
-#include "dataset/file_io.h"
 #include "dataset/folder_walk.h"
 #include "dataset/sample_random.h"
 #include "dataset/sharding.h"
@@ -111,7 +111,7 @@ absl::StatusOr<std::shared_ptr<ImageFolderSource>> ImageFolderSource::Open(
 }
 
 absl::StatusOr<Sample> ImageFolderSource::Load(int64_t index) const {
-  absl::StatusOr<Tensor> bytes = ReadFileBytes(paths_[index]);
+  absl::StatusOr<Tensor> bytes = ReadWholeFileAsTensor(paths_[index]);
   // A file that vanished, lost its permissions or claims more than memory since the folder was
   // listed is a bad image file as an undecodable one is: BadFilePolicy decides (skip and count,
   // or fail), on every rank alike.

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "dataset/file_io.h"
+#include "core/file_io.h"
 
 namespace lockstep::dataset {
 namespace {
@@ -16,7 +16,7 @@ struct IdxArray {
 
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path, int rank) {
   IdxArray idx;
-  LS_ASSIGN_OR_RETURN(idx.file, ReadFileBytes(path));
+  LS_ASSIGN_OR_RETURN(idx.file, ReadWholeFileAsTensor(path));
   const uint8_t* bytes = idx.file.data<uint8_t>();
   size_t size = static_cast<size_t>(idx.file.numel());
   idx.data_offset = 4 + 4 * static_cast<size_t>(rank);

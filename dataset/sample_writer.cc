@@ -14,9 +14,9 @@
 #include <system_error>
 
 #include "absl/strings/str_format.h"
+#include "core/file_io.h"
 #include "core/host_memory.h"
 #include "dataset/encode.h"
-#include "dataset/file_io.h"
 #include "dataset/sample_dataset.h"
 
 namespace lockstep::dataset {
@@ -109,7 +109,8 @@ absl::Status WriteImage(const fs::path& class_dir, int label, int64_t i, int64_t
         absl::StrFormat("out of memory drawing %s (--height %d --width %d: %d bytes)", path,
                         options.height, options.width, DrawBytes(options)));
   }
-  return WriteFileBytes(path, jpeg);
+  return WriteFile(path,
+                   absl::string_view(reinterpret_cast<const char*>(jpeg.data()), jpeg.size()));
 }
 
 absl::Status WriteSplit(const fs::path& dir, const Split& split,

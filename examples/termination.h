@@ -2,7 +2,7 @@
 // preemption, mpirun passing on its own) and SIGINT (Ctrl-C) print one line naming the rank, the
 // signal and where the run can go on, then end the process by that same signal, so launchers
 // see it as before. Nothing is saved on the way out: checkpoint files are written under a
-// temporary name and renamed (ckpt/file_io.h), and a step counts once its manifest is written,
+// temporary name and renamed (core/file_io.h), and a step counts once its manifest is written,
 // so a save the signal cuts short is abandoned whole and the newest complete step is where
 // --resume goes on.
 #pragma once

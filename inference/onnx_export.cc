@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 #include "core/json.h"
 #include "core/paths.h"
 #include "inference/onnx_registry.h"
@@ -204,7 +204,7 @@ namespace {
 // earlier export): never a checkpoint, a manifest or an image.
 const FileKind& OnnxModelKind() {
   static const FileKind kind{"an ONNX model", [](const std::string& path) {
-                               absl::StatusOr<std::string> bytes = ckpt::ReadWholeFile(path);
+                               absl::StatusOr<std::string> bytes = ReadWholeFile(path);
                                onnx::ModelProto model;
                                return bytes.ok() && model.ParseFromString(*bytes) &&
                                       model.ir_version() > 0 && model.has_graph();
@@ -222,7 +222,7 @@ absl::Status ExportOnnx(const InferenceModel& model, const Preprocessing& prepro
   if (!onnx.SerializeToString(&bytes)) {
     return absl::InternalError(absl::StrCat("cannot serialize the ONNX model for ", path));
   }
-  return ckpt::WriteFileAtomically(path, bytes);
+  return WriteFileAtomically(path, bytes);
 }
 
 }  // namespace lockstep::inference

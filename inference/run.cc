@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 #include "dataset/transform.h"
 #include "graph/compile.h"
 #include "train/dataset_source.h"
@@ -38,9 +38,7 @@ absl::StatusOr<Tensor> LoadImages(const std::vector<std::string>& paths, int64_t
   Tensor batch = Tensor::Empty({static_cast<int64_t>(paths.size()), 3, size, size}, DType::kF32);
   const size_t image_bytes = batch.nbytes() / std::max<size_t>(1, paths.size());
   for (size_t i = 0; i < paths.size(); ++i) {
-    LS_ASSIGN_OR_RETURN(std::string bytes, ckpt::ReadWholeFile(paths[i]));
-    Tensor x = Tensor::Empty({static_cast<int64_t>(bytes.size())}, DType::kU8);
-    std::memcpy(x.data<uint8_t>(), bytes.data(), bytes.size());
+    LS_ASSIGN_OR_RETURN(Tensor x, ReadWholeFileAsTensor(paths[i]));
     for (size_t s = 0; s < steps.size(); ++s) {
       const dataset::Transform* next = s + 1 < steps.size() ? steps[s + 1].get() : nullptr;
       absl::StatusOr<Tensor> y = steps[s]->Apply(

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 #include "tests/ckpt/test_util.h"
 
 namespace lockstep::ckpt {

@@ -7,9 +7,9 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
-#include "ckpt/file_io.h"
 #include "ckpt/graph_meta.h"
 #include "ckpt/naming.h"
+#include "core/file_io.h"
 #include "graph/serialize.h"
 #include "tests/ckpt/test_util.h"
 

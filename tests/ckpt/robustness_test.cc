@@ -8,9 +8,9 @@
 
 #include <filesystem>
 
-#include "ckpt/file_io.h"
 #include "ckpt/reader.h"
 #include "ckpt/writer.h"
+#include "core/file_io.h"
 #include "core/rng.h"
 #include "tests/ckpt/allocation_tracker.h"
 #include "tests/ckpt/test_util.h"

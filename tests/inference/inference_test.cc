@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ckpt/file_io.h"
 #include "ckpt/graph_meta.h"
+#include "core/file_io.h"
 #include "graph/builder.h"
 #include "inference/inference_model.h"
 #include "inference/onnx_export.h"
@@ -92,7 +92,7 @@ INSTANTIATE_TEST_SUITE_P(Models, InferenceTest, ::testing::Values("lenet", "resn
 
 std::string CopyWith(const std::string& from, const std::string& name,
                      const std::function<void(std::string*)>& edit) {
-  std::string bytes = *ckpt::ReadWholeFile(from);
+  std::string bytes = *ReadWholeFile(from);
   edit(&bytes);
   const std::string path = TestDir() + "/" + name;
   std::ofstream(path, std::ios::binary) << bytes;

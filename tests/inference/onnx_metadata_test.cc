@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 #include "graph/builder.h"
 #include "inference/onnx_export.h"
 #include "tests/testing/temp_dir.h"
@@ -66,7 +66,7 @@ TEST(OnnxMetadataTest, ClassNamesAreJsonWhateverTheyHold) {
   ASSERT_TRUE(ExportOnnx(model, preprocessing, onnx_path).ok());
 
   onnx::ModelProto exported;
-  ASSERT_TRUE(exported.ParseFromString(*ckpt::ReadWholeFile(onnx_path)));
+  ASSERT_TRUE(exported.ParseFromString(*ReadWholeFile(onnx_path)));
   std::string class_names;
   for (const onnx::StringStringEntryProto& entry : exported.metadata_props()) {
     if (entry.key() == "class_names") class_names = entry.value();

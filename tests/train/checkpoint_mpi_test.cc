@@ -17,10 +17,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
-#include "ckpt/file_io.h"
 #include "ckpt/inspect.h"
 #include "ckpt/manifest.h"
 #include "ckpt/naming.h"
+#include "core/file_io.h"
 #include "graph/serialize.h"
 #include "parallel/agree.h"
 #include "tests/parallel/mpi_test_main.h"
@@ -179,7 +179,7 @@ TEST(CheckpointMpiTest, RanksWithoutASharedDirectoryResumeTheNewestStepAllHave) 
   TrainStoppedAfterStep14(dir.path(), ctx.rank());
   const std::string rank = absl::StrCat(ctx.rank());
   EXPECT_EQ(
-      *ckpt::ListFiles(dir.path()),
+      *ListFiles(dir.path()),
       (std::vector<std::string>{
           "tiny-1_9.manifest", "tiny-2_2.manifest", absl::StrCat("tiny_", rank, "-1_9.ckpt"),
           absl::StrCat("tiny_", rank, "-2_2.ckpt"), absl::StrCat("tiny_", rank, "-graph.meta")}));
@@ -192,7 +192,7 @@ TEST(CheckpointMpiTest, RanksWithoutASharedDirectoryResumeTheNewestStepAllHave) 
   ASSERT_TRUE(world->Barrier().ok());  // verified before the last rank removes a manifest
 
   if (ctx.rank() == ctx.size() - 1) {
-    ASSERT_TRUE(ckpt::RemoveFile(dir.Join("tiny-2_2.manifest")).ok());
+    ASSERT_TRUE(RemoveFile(dir.Join("tiny-2_2.manifest")).ok());
   }
   Model resumed = DataParallelModel(2);
   ASSERT_TRUE(ResumeFromCheckpoint(resumed, dir.path(), kPrefix).value_or(false));
@@ -201,7 +201,7 @@ TEST(CheckpointMpiTest, RanksWithoutASharedDirectoryResumeTheNewestStepAllHave) 
   EXPECT_TRUE(VariableBytes(resumed) == VariableBytes(reference));
 
   if (ctx.rank() == ctx.size() - 1) {
-    ASSERT_TRUE(ckpt::RemoveFile(dir.Join("tiny-1_9.manifest")).ok());
+    ASSERT_TRUE(RemoveFile(dir.Join("tiny-1_9.manifest")).ok());
   }
   Model none_in_common = DataParallelModel(3);
   absl::StatusOr<bool> found = ResumeFromCheckpoint(none_in_common, dir.path(), kPrefix);

@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "absl/strings/match.h"
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 #include "dataset/decode.h"
 #include "tests/testing/temp_dir.h"
 #include "tests/train/shapes_data.h"
@@ -102,7 +102,7 @@ TEST(SummaryWriterTest, JsonLinesAreNumbersAndNonFiniteValuesRoundTrip) {
   ASSERT_TRUE(writer.ok()) << writer.status();
   ASSERT_TRUE((*writer)->AddScalar("train/loss", 1, 7, 0.1).ok());
   ASSERT_TRUE((*writer)->AddScalar("train/loss", 1, 8, std::nan("")).ok());
-  absl::StatusOr<std::string> text = ckpt::ReadWholeFile((*writer)->metrics_path());
+  absl::StatusOr<std::string> text = ReadWholeFile((*writer)->metrics_path());
   ASSERT_TRUE(text.ok());
   EXPECT_NE(text->find("\"epoch\":1,\"step\":7,\"tag\":\"train/loss\",\"value\":0.1}\n"),
             std::string::npos)
@@ -120,7 +120,7 @@ TEST(SummaryWriterTest, DamagedRecordsAreCaught) {
   ASSERT_TRUE(writer.ok()) << writer.status();
   ASSERT_TRUE((*writer)->AddScalar("train/loss", 1, 1, 1.5).ok());
   const std::string path = (*writer)->events_path();
-  absl::StatusOr<std::string> intact = ckpt::ReadWholeFile(path);
+  absl::StatusOr<std::string> intact = ReadWholeFile(path);
   ASSERT_TRUE(intact.ok());
   absl::StatusOr<std::vector<std::string>> records = testing::ReadTfRecords(path);
   ASSERT_TRUE(records.ok()) << records.status();
@@ -130,7 +130,7 @@ TEST(SummaryWriterTest, DamagedRecordsAreCaught) {
   const auto damaged = [&](size_t byte) {
     std::string bytes = *intact;
     bytes[byte] ^= 0x01;
-    EXPECT_TRUE(ckpt::WriteFileAtomically(path, bytes).ok());
+    EXPECT_TRUE(WriteFileAtomically(path, bytes).ok());
     return testing::ReadTfRecords(path).status();
   };
   absl::Status data = damaged(second + 12 + 3);
@@ -140,13 +140,13 @@ TEST(SummaryWriterTest, DamagedRecordsAreCaught) {
       << data;
   absl::Status length = damaged(second);
   EXPECT_TRUE(absl::StrContains(length.message(), "length CRC mismatch")) << length;
-  ASSERT_TRUE(ckpt::WriteFileAtomically(path, intact->substr(0, intact->size() - 1)).ok());
+  ASSERT_TRUE(WriteFileAtomically(path, intact->substr(0, intact->size() - 1)).ok());
   EXPECT_TRUE(absl::StrContains(testing::ReadTfRecords(path).status().message(), "truncated"));
 }
 
 TEST(SummaryWriterTest, AnUnusableDirectoryIsNamed) {
   lockstep::testing::TempDir dir;
-  ASSERT_TRUE(ckpt::WriteFileAtomically(dir.Join("file"), "x").ok());
+  ASSERT_TRUE(WriteFileAtomically(dir.Join("file"), "x").ok());
   absl::StatusOr<std::unique_ptr<summary::SummaryWriter>> writer =
       summary::SummaryWriter::Open(dir.Join("file/summary"));
   ASSERT_FALSE(writer.ok());
@@ -253,7 +253,7 @@ TEST(CurvesPlotTest, GnuplotDrawsAPngWithTheLatestValueOfEachStep) {
 
   absl::StatusOr<summary::PlotOutcome> outcome = summary::PlotCurves(dir.path());
   ASSERT_TRUE(outcome.ok()) << outcome.status();
-  absl::StatusOr<std::string> script = ckpt::ReadWholeFile(dir.Join(summary::kCurvesScriptName));
+  absl::StatusOr<std::string> script = ReadWholeFile(dir.Join(summary::kCurvesScriptName));
   ASSERT_TRUE(script.ok()) << script.status();
   EXPECT_TRUE(absl::StrContains(*script, "$train_loss << EOD\n10 2.5\n20 2\n30 0.75\n40 0.5\nEOD"))
       << *script;
@@ -262,7 +262,7 @@ TEST(CurvesPlotTest, GnuplotDrawsAPngWithTheLatestValueOfEachStep) {
     GTEST_SKIP() << "gnuplot is not installed (Debian: gnuplot-nox): curves.png not checked";
   }
   ASSERT_EQ(*outcome, summary::PlotOutcome::kDrawn);
-  absl::StatusOr<std::string> png = ckpt::ReadWholeFile(dir.Join(summary::kCurvesFileName));
+  absl::StatusOr<std::string> png = ReadWholeFile(dir.Join(summary::kCurvesFileName));
   ASSERT_TRUE(png.ok()) << png.status();
   // A PNG that libpng decodes, of the size asked for, with something drawn on it.
   absl::StatusOr<Tensor> image = dataset::DecodeImage(

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 #include "train/summary/tfrecord.h"
 
 namespace lockstep::train::testing {
@@ -19,7 +19,7 @@ T LoadLittleEndian(const char* bytes) {
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ReadTfRecords(const std::string& path) {
-  LS_ASSIGN_OR_RETURN(std::string file, ckpt::ReadWholeFile(path));
+  LS_ASSIGN_OR_RETURN(std::string file, ReadWholeFile(path));
   std::vector<std::string> records;
   size_t offset = 0;
   while (offset < file.size()) {

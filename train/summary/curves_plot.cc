@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 #include "core/paths.h"
 #include "train/summary/summary_writer.h"
 
@@ -120,16 +120,15 @@ absl::StatusOr<bool> RunGnuplot(const std::string& directory, const std::string&
 
 absl::StatusOr<PlotOutcome> PlotCurves(const std::string& directory) {
   LS_ASSIGN_OR_RETURN(std::vector<proto::MetricRecord> records,
-                      ReadMetrics(ckpt::JoinPath(directory, kMetricsFileName)));
+                      ReadMetrics(JoinPath(directory, kMetricsFileName)));
   const Series series = LatestByStep(records);
   const std::string loss_plot = PlotCommand(series, /*accuracy_panel=*/false);
   const std::string accuracy_plot = PlotCommand(series, /*accuracy_panel=*/true);
   if (loss_plot.empty() && accuracy_plot.empty()) return PlotOutcome::kNoData;
-  const std::string script_path = ckpt::JoinPath(directory, kCurvesScriptName);
+  const std::string script_path = JoinPath(directory, kCurvesScriptName);
   // gnuplot writes the picture itself: a FIFO there would block it, a directory fail it.
-  LS_RETURN_IF_ERROR(CheckOutputPath(ckpt::JoinPath(directory, kCurvesFileName)));
-  LS_RETURN_IF_ERROR(
-      ckpt::WriteFileAtomically(script_path, Script(series, loss_plot, accuracy_plot)));
+  LS_RETURN_IF_ERROR(CheckOutputPath(JoinPath(directory, kCurvesFileName)));
+  LS_RETURN_IF_ERROR(WriteFileAtomically(script_path, Script(series, loss_plot, accuracy_plot)));
   LS_ASSIGN_OR_RETURN(bool ran, RunGnuplot(directory, script_path));
   return ran ? PlotOutcome::kDrawn : PlotOutcome::kNoGnuplot;
 }

@@ -1,19 +1,14 @@
 #include "train/summary/summary_writer.h"
 
-#include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
-#include "ckpt/file_io.h"
 #include "core/host_name.h"
-#include "core/paths.h"
 #include "train/summary/event.pb.h"
 #include "train/summary/tfrecord.h"
 
@@ -48,37 +43,13 @@ std::string EventRecord(const proto::Event& event) {
 
 }  // namespace
 
-absl::StatusOr<AppendOnlyFile> AppendOnlyFile::Open(std::string path) {
-  LS_ASSIGN_OR_RETURN(const int fd, OpenOutputFile(path, O_CREAT | O_APPEND));
-  return AppendOnlyFile(std::move(path), fd);
-}
-
-AppendOnlyFile::AppendOnlyFile(AppendOnlyFile&& other) noexcept
-    : path_(std::move(other.path_)), fd_(other.fd_) {
-  other.fd_ = -1;
-}
-
-AppendOnlyFile::~AppendOnlyFile() {
-  if (fd_ >= 0) close(fd_);
-}
-
-absl::Status AppendOnlyFile::Append(absl::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::ErrnoToStatus(errno, absl::StrCat("writing ", path_));
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Open(const std::string& directory) {
-  LS_RETURN_IF_ERROR(Annotate(ckpt::MakeDirectories(directory), "summary directory"));
+  LS_RETURN_IF_ERROR(Annotate(MakeDirectories(directory), "summary directory"));
   LS_ASSIGN_OR_RETURN(AppendOnlyFile metrics,
-                      AppendOnlyFile::Open(ckpt::JoinPath(directory, kMetricsFileName)));
+                      AppendOnlyFile::Open(JoinPath(directory, kMetricsFileName)));
   const double now = WallTime();
   LS_ASSIGN_OR_RETURN(AppendOnlyFile events,
-                      AppendOnlyFile::Open(ckpt::JoinPath(
+                      AppendOnlyFile::Open(JoinPath(
                           directory, absl::StrCat("events.out.tfevents.", static_cast<int64_t>(now),
                                                   ".", HostName()))));
   proto::Event version;
@@ -109,7 +80,7 @@ absl::Status SummaryWriter::AddScalar(absl::string_view tag, int64_t epoch, int6
 }
 
 absl::StatusOr<std::vector<proto::MetricRecord>> ReadMetrics(const std::string& path) {
-  LS_ASSIGN_OR_RETURN(std::string text, ckpt::ReadWholeFile(path));
+  LS_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
   std::vector<proto::MetricRecord> records;
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {

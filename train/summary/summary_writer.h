@@ -13,31 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "core/file_io.h"
 #include "core/status.h"
 #include "train/summary/metric_record.pb.h"
 
 namespace lockstep::train::summary {
 
 inline constexpr char kMetricsFileName[] = "metrics.jsonl";
-
-// A file that only grows; every Append is one write(2), with nothing buffered in the process.
-class AppendOnlyFile {
- public:
-  static absl::StatusOr<AppendOnlyFile> Open(std::string path);
-  AppendOnlyFile(AppendOnlyFile&& other) noexcept;
-  AppendOnlyFile& operator=(AppendOnlyFile&&) = delete;
-  AppendOnlyFile(const AppendOnlyFile&) = delete;
-  ~AppendOnlyFile();
-
-  absl::Status Append(absl::string_view bytes);
-  const std::string& path() const { return path_; }
-
- private:
-  AppendOnlyFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
-
-  std::string path_;
-  int fd_ = -1;
-};
 
 class SummaryWriter {
  public:

@@ -1,7 +1,8 @@
 #pragma once
 
-// Files of the checkpoint directory: atomic writes (tmp file, fsync, rename), reads bounded by
-// the file's size, and directory listings. Errors name the path.
+// Reading and writing files: whole-file reads bounded by the file's size and this process's
+// memory, atomic writes (tmp file, fsync, rename, fsync of the directory), appends, and directory
+// listings. Files are opened through core/paths.h's checks; every error names the path.
 
 #include <cstdint>
 #include <string>
@@ -9,8 +10,9 @@
 
 #include "absl/strings/string_view.h"
 #include "core/status.h"
+#include "core/tensor.h"
 
-namespace lockstep::ckpt {
+namespace lockstep {
 
 // Writes `path` through a tmp file beside it: nothing appears under `path` until Commit, which
 // fsyncs the file, renames it over `path` and fsyncs the directory. Uncommitted, the tmp file is
@@ -34,7 +36,6 @@ class AtomicFile {
  private:
   AtomicFile(std::string path, std::string tmp_path)
       : path_(std::move(path)), tmp_path_(std::move(tmp_path)) {}
-  const std::string& TmpPath() const { return tmp_path_; }
 
   std::string path_;
   std::string tmp_path_;
@@ -42,7 +43,27 @@ class AtomicFile {
   uint64_t bytes_written_ = 0;
 };
 
-// A file opened for reading, with its size.
+// A file that only grows (created where missing); every Append is one write(2), with nothing
+// buffered in the process, so that a reader following the file sees each record at once.
+class AppendOnlyFile {
+ public:
+  static absl::StatusOr<AppendOnlyFile> Open(std::string path);
+  AppendOnlyFile(AppendOnlyFile&& other) noexcept;
+  AppendOnlyFile& operator=(AppendOnlyFile&&) = delete;
+  AppendOnlyFile(const AppendOnlyFile&) = delete;
+  ~AppendOnlyFile();
+
+  absl::Status Append(absl::string_view bytes);
+  const std::string& path() const { return path_; }
+
+ private:
+  AppendOnlyFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+
+  std::string path_;
+  int fd_ = -1;
+};
+
+// A regular file opened for reading, with its size.
 class ReadOnlyFile {
  public:
   static absl::StatusOr<ReadOnlyFile> Open(const std::string& path);
@@ -68,10 +89,15 @@ class ReadOnlyFile {
 
 // The whole file; the buffer is the file's size, nothing more.
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+// The whole file as a 1-D uint8 tensor on the CPU.
+absl::StatusOr<Tensor> ReadWholeFileAsTensor(const std::string& path);
 // Writes `bytes` to `path` atomically (AtomicFile).
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes,
                                  absl::string_view tmp_suffix = ".tmp");
-// The names (not paths) of the regular files in `dir` but the hidden ones (the lock), sorted.
+// Writes `bytes` to `path` in place, created or truncated, without AtomicFile's fsyncs: for files
+// that are made visible as a whole later (a folder written aside, then renamed into place).
+absl::Status WriteFile(const std::string& path, absl::string_view bytes);
+// The names (not paths) of the regular files in `dir` but the hidden ones (a lock file), sorted.
 absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& dir);
 // Creates `dir` and its parents where missing.
 absl::Status MakeDirectories(const std::string& dir);
@@ -80,4 +106,4 @@ absl::Status RemoveFile(const std::string& path);
 // "dir/name" (or "name" when dir is empty).
 std::string JoinPath(absl::string_view dir, absl::string_view name);
 
-}  // namespace lockstep::ckpt
+}  // namespace lockstep

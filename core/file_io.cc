@@ -1,7 +1,6 @@
-#include "ckpt/file_io.h"
+#include "core/file_io.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,11 +14,22 @@
 #include "core/logging.h"
 #include "core/paths.h"
 
-namespace lockstep::ckpt {
+namespace lockstep {
 namespace {
 
 absl::Status ErrnoError(absl::string_view what, const std::string& path) {
   return absl::ErrnoToStatus(errno, absl::StrCat(what, " ", path));
+}
+
+// All of `bytes`, however many write(2) calls it takes.
+absl::Status WriteAll(int fd, absl::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("writing", path);
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return absl::OkStatus();
 }
 
 std::string ParentDirectory(const std::string& path) {
@@ -37,13 +47,20 @@ absl::Status SyncDirectory(const std::string& dir) {
   return status;
 }
 
+// Opens `path` to be read whole: its size must fit in the memory this process may use.
+absl::StatusOr<ReadOnlyFile> OpenToReadWhole(const std::string& path) {
+  LS_ASSIGN_OR_RETURN(ReadOnlyFile file, ReadOnlyFile::Open(path));
+  LS_RETURN_IF_ERROR(CheckHostMemory(file.size(), absl::StrCat("reading '", path, "'")));
+  return file;
+}
+
 }  // namespace
 
 absl::StatusOr<AtomicFile> AtomicFile::Create(std::string path, absl::string_view tmp_suffix) {
   LS_RETURN_IF_ERROR(CheckOutputPath(path));
   std::string tmp_path = absl::StrCat(path, tmp_suffix);
   AtomicFile file(std::move(path), std::move(tmp_path));
-  LS_ASSIGN_OR_RETURN(file.fd_, OpenOutputFile(file.TmpPath(), O_CREAT | O_TRUNC));
+  LS_ASSIGN_OR_RETURN(file.fd_, OpenOutputFile(file.tmp_path_, O_CREAT | O_TRUNC));
   return file;
 }
 
@@ -56,36 +73,45 @@ AtomicFile::AtomicFile(AtomicFile&& other) noexcept
 AtomicFile::~AtomicFile() {
   if (fd_ < 0) return;
   close(fd_);
-  unlink(TmpPath().c_str());
+  unlink(tmp_path_.c_str());
 }
 
 absl::Status AtomicFile::Write(absl::string_view bytes) {
   LS_CHECK(fd_ >= 0) << "write to " << path_ << " after Commit";
-  while (!bytes.empty()) {
-    ssize_t n = write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("writing", TmpPath());
-    bytes.remove_prefix(static_cast<size_t>(n));
-    bytes_written_ += static_cast<uint64_t>(n);
-  }
+  LS_RETURN_IF_ERROR(WriteAll(fd_, bytes, tmp_path_));
+  bytes_written_ += bytes.size();
   return absl::OkStatus();
 }
 
 absl::Status AtomicFile::Commit() {
   LS_CHECK(fd_ >= 0) << path_ << " committed twice";
-  if (fsync(fd_) != 0) return ErrnoError("fsync of", TmpPath());
+  if (fsync(fd_) != 0) return ErrnoError("fsync of", tmp_path_);
   int rc = close(std::exchange(fd_, -1));
   if (rc != 0) {
-    unlink(TmpPath().c_str());
-    return ErrnoError("closing", TmpPath());
+    unlink(tmp_path_.c_str());
+    return ErrnoError("closing", tmp_path_);
   }
-  if (rename(TmpPath().c_str(), path_.c_str()) != 0) {
+  if (rename(tmp_path_.c_str(), path_.c_str()) != 0) {
     absl::Status status = ErrnoError("renaming the tmp file to", path_);
-    unlink(TmpPath().c_str());
+    unlink(tmp_path_.c_str());
     return status;
   }
   return SyncDirectory(ParentDirectory(path_));
 }
+
+absl::StatusOr<AppendOnlyFile> AppendOnlyFile::Open(std::string path) {
+  LS_ASSIGN_OR_RETURN(const int fd, OpenOutputFile(path, O_CREAT | O_APPEND));
+  return AppendOnlyFile(std::move(path), fd);
+}
+
+AppendOnlyFile::AppendOnlyFile(AppendOnlyFile&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+
+AppendOnlyFile::~AppendOnlyFile() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status AppendOnlyFile::Append(absl::string_view bytes) { return WriteAll(fd_, bytes, path_); }
 
 absl::StatusOr<ReadOnlyFile> ReadOnlyFile::Open(const std::string& path) {
   LS_ASSIGN_OR_RETURN(RegularFile file, OpenRegularFile(path));
@@ -115,8 +141,7 @@ absl::Status ReadOnlyFile::ReadAt(uint64_t offset, uint64_t length, char* out) c
 }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  LS_ASSIGN_OR_RETURN(ReadOnlyFile file, ReadOnlyFile::Open(path));
-  LS_RETURN_IF_ERROR(CheckHostMemory(file.size(), absl::StrCat("reading ", path)));
+  LS_ASSIGN_OR_RETURN(ReadOnlyFile file, OpenToReadWhole(path));
   std::string bytes;
   try {
     bytes.resize(file.size());
@@ -128,11 +153,28 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   return bytes;
 }
 
+absl::StatusOr<Tensor> ReadWholeFileAsTensor(const std::string& path) {
+  LS_ASSIGN_OR_RETURN(ReadOnlyFile file, OpenToReadWhole(path));
+  absl::StatusOr<Tensor> bytes = Tensor::Allocate({static_cast<int64_t>(file.size())}, DType::kU8,
+                                                  Device::CPU(), /*zeroed=*/false);
+  if (!bytes.ok()) return Annotate(bytes.status(), absl::StrCat("reading '", path, "'"));
+  LS_RETURN_IF_ERROR(file.ReadAt(0, file.size(), reinterpret_cast<char*>(bytes->data<uint8_t>())));
+  return bytes;
+}
+
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes,
                                  absl::string_view tmp_suffix) {
   LS_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, tmp_suffix));
   LS_RETURN_IF_ERROR(file.Write(bytes));
   return file.Commit();
+}
+
+absl::Status WriteFile(const std::string& path, absl::string_view bytes) {
+  LS_ASSIGN_OR_RETURN(const int fd, OpenOutputFile(path, O_CREAT | O_TRUNC));
+  absl::Status status = WriteAll(fd, bytes, path);
+  // Some file systems (NFS) report a failed write only when the file is closed.
+  if (close(fd) != 0 && status.ok()) status = ErrnoError("closing", path);
+  return status;
 }
 
 absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& dir) {
@@ -168,4 +210,4 @@ std::string JoinPath(absl::string_view dir, absl::string_view name) {
   return absl::StrCat(dir, "/", name);
 }
 
-}  // namespace lockstep::ckpt
+}  // namespace lockstep
