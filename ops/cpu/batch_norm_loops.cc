@@ -186,7 +186,7 @@ class TrainingKernel : public Kernel {
     });
     const double count = rows_.PerChannel();
     ChannelTotals(rows_, sums, [&](int64_t c, double sum, double squares) {
-      mean[c] = static_cast<float>(sum / count);
+      mean[c] = math::ChannelMean(sum, count);
       var[c] = math::BiasedVariance(sum, squares, count);
       FoldStatistics(c, mean[c], var[c], epsilon_, scale, shift);
     });
@@ -244,11 +244,12 @@ class GradKernel : public Kernel {
         if constexpr (decltype(relu)::value) return math::Masked(ToFloat(dy[i]), mask[i]);
         return ToFloat(dy[i]);
       };
-      RowSums<2>(rows_, {mean, inv_std}, sums,
-                 [&](int64_t i, int p, const Pattern<2>& channel) LS_ALWAYS_INLINE {
-                   const float d = dy_at(i);
-                   return std::pair{d, d * (ToFloat(x[i]) - channel[0][p]) * channel[1][p]};
-                 });
+      RowSums<2>(
+          rows_, {mean, inv_std}, sums,
+          [&](int64_t i, int p, const Pattern<2>& channel) LS_ALWAYS_INLINE {
+            const float d = dy_at(i);
+            return std::pair{d, d * math::NormXHat(ToFloat(x[i]), channel[0][p], channel[1][p])};
+          });
       const double count = rows_.PerChannel();
       ChannelTotals(rows_, sums, [&](int64_t c, double sum_dy, double sum_dy_x_hat) {
         dbeta[c] = static_cast<float>(sum_dy);
@@ -261,7 +262,7 @@ class GradKernel : public Kernel {
         const float *m = channel[0], *s = channel[1], *g = channel[2], *d = channel[3],
                     *dx_hat = channel[4];
         ForRow(rows_, r, [&](int64_t i, int p) LS_ALWAYS_INLINE {
-          const float x_hat = (ToFloat(x[i]) - m[p]) * s[p];
+          const float x_hat = math::NormXHat(ToFloat(x[i]), m[p], s[p]);
           dx[i] = FloatTo<T>(math::NormInputGrad(dy_at(i), x_hat, g[p], d[p], dx_hat[p]));
         });
       });
@@ -334,21 +335,17 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeBatchNormLoops(const Node& node) {
 
 RunningStatistics::RunningStatistics(const Node& node)
     : channels_(node.inputs[0]->shape()[1]),
-      momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))) {
-  const int64_t per_channel = NumElements(node.inputs[0]->shape()) / channels_;
-  unbias_ = static_cast<float>(per_channel) / static_cast<float>(per_channel - 1);
-}
+      per_channel_(static_cast<double>(NumElements(node.inputs[0]->shape()) / channels_)),
+      momentum_(static_cast<float>(node.attrs.GetFloat("momentum"))) {}
 
 void RunningStatistics::Update(const KernelIO& io) const {
-  const float* mean = io.outputs[1].data<float>();     // (C) batch mean
-  const float* var = io.outputs[2].data<float>();      // (C) biased batch variance
-  const float* old_mean = io.inputs[3].data<float>();  // (C)
-  const float* old_var = io.inputs[4].data<float>();   // (C)
-  float* running_mean = io.outputs[3].data<float>();   // (C) same memory as old_mean
-  float* running_var = io.outputs[4].data<float>();    // (C) same memory as old_var
+  const float* mean = io.outputs[1].data<float>();    // (C) batch mean
+  const float* var = io.outputs[2].data<float>();     // (C) biased batch variance
+  float* running_mean = io.outputs[3].data<float>();  // (C) in place of input 3
+  float* running_var = io.outputs[4].data<float>();   // (C) in place of input 4
   for (int64_t c = 0; c < channels_; ++c) {
-    running_mean[c] = math::RunningAverage(old_mean[c], mean[c], momentum_);
-    running_var[c] = math::RunningAverage(old_var[c], unbias_ * var[c], momentum_);
+    math::UpdateRunningStatistics(mean[c], var[c], per_channel_, momentum_, &running_mean[c],
+                                  &running_var[c]);
   }
 }
 

@@ -28,8 +28,8 @@ class RunningStatistics {
 
  private:
   int64_t channels_;
+  double per_channel_;  // values a channel's statistics are taken over
   float momentum_;
-  float unbias_;  // M / (M - 1) for M values per channel
 };
 
 }  // namespace lockstep::cpu

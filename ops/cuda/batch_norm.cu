@@ -202,13 +202,12 @@ struct ForwardStatisticsFn {
   float momentum, epsilon;
   NormForwardVectors v;
   __device__ void operator()(int64_t c, double sum, double sum_squares) const {
-    const float mean = static_cast<float>(sum / count);
+    const float mean = math::ChannelMean(sum, count);
     const float var = math::BiasedVariance(sum, sum_squares, count);
-    const float unbiased = count > 1.0 ? static_cast<float>(var * count / (count - 1.0)) : var;
     v.saved_mean[c] = mean;
     v.saved_var[c] = var;
-    v.running_mean[c] = math::RunningAverage(v.running_mean[c], mean, momentum);
-    v.running_var[c] = math::RunningAverage(v.running_var[c], unbiased, momentum);
+    math::UpdateRunningStatistics(mean, var, count, momentum, &v.running_mean[c],
+                                  &v.running_var[c]);
     v.scale[c] = v.gamma[c] * math::InvStdFromVariance(var, epsilon);
     v.shift[c] = v.beta[c] - mean * v.scale[c];
   }
@@ -320,7 +319,7 @@ __global__ void InputGradKernel(const T* x, const T* dy, const uint8_t* mask, in
     for (int k = 0; k < V; ++k) {
       float g = ToF32(gs.at[k]);
       if (mask != nullptr) g = math::Masked(g, keep.at[k]);
-      const float x_hat = (ToF32(xs.at[k]) - mean[k]) * inv_std[k];
+      const float x_hat = math::NormXHat(ToF32(xs.at[k]), mean[k], inv_std[k]);
       dxs.at[k] =
           FromF32<T>(math::NormInputGrad(g, x_hat, gamma_inv_std[k], mean_dy[k], mean_dy_x_hat[k]));
     }
