@@ -1,8 +1,7 @@
 #pragma once
 
 // Shared plumbing of the CUDA kernels: cuDNN and cuBLAS(Lt) error wrappers that name the call
-// and file:line, the per-device library handles bound to the kernel's stream; launch sizes
-// come from launch.h.
+// and file:line, the per-device library handles bound to the kernel's stream.
 // Only compiled into CUDA builds.
 
 #include <cublasLt.h>
@@ -14,7 +13,6 @@
 #include "core/status.h"
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_status.h"
-#include "ops/cuda/launch.h"
 
 namespace lockstep::cuda {
 

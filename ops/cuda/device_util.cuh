@@ -1,7 +1,8 @@
 #pragma once
 
-// Device-side building blocks of the own kernels: grid-stride loops over indices or packs of
-// consecutive elements, and a block-wide reduction in a fixed order. Include from .cu files only.
+// Device-side building blocks of the own kernels: their launch sizes, grid-stride loops over
+// indices or packs of consecutive elements, and a block-wide reduction in a fixed order. Include
+// from .cu files only.
 
 #include <cuda_runtime.h>
 
@@ -9,9 +10,15 @@
 #include <cstring>
 #include <type_traits>
 
-#include "ops/cuda/launch.h"
-
 namespace lockstep::cuda {
+
+// Threads per block of the element-wise kernels, and the blocks that cover n elements with
+// grid-stride loops (capped: a loop covers the rest).
+inline constexpr int kThreadsPerBlock = 256;
+inline unsigned BlocksFor(int64_t n) {
+  const int64_t blocks = (n + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
+}
 
 template <typename Fn>
 __global__ void ForEachIndexKernel(int64_t n, Fn fn) {
