@@ -15,7 +15,7 @@
 #include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/preferred_weights.h"
-#include "ops/layout.h"
+#include "ops/reorder.h"
 
 namespace lockstep {
 namespace {

@@ -1,5 +1,5 @@
 // The CPU backend: host memory (core/host_backend.h) plus the layouts of its oneDNN kernels
-// (cpu_layouts.h), reordered by oneDNN, and the "Reorder" op (ops/layout.cc) that AssignLayouts
+// (cpu_layouts.h), reordered by oneDNN, and the "Reorder" op (ops/reorder.cc) that AssignLayouts
 // inserts between kernels that want different layouts.
 
 #include <oneapi/dnnl/dnnl.h>

@@ -18,7 +18,7 @@
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/cudnn_desc.h"
 #include "ops/cuda/cudnn_graph.h"
-#include "ops/layout.h"
+#include "ops/reorder.h"
 
 namespace lockstep {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/host_backend.h"
-#include "ops/layout.h"
+#include "ops/reorder.h"
 
 namespace lockstep::test_backend {
 namespace {

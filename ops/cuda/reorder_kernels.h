@@ -1,6 +1,6 @@
 #pragma once
 
-// The device permutation of the CUDA Reorder kernel (ops/cuda/layout.cu): a 4-D value between
+// The device permutation of the CUDA Reorder kernel (ops/cuda/reorder.cu): a 4-D value between
 // plain (N, C, H, W) and NHWC (N, H, W, C) storage.
 
 #include <cuda_runtime.h>

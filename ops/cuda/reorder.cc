@@ -2,15 +2,15 @@
 // (ops/cuda/cuda_layouts.h), in any dtype. Other layouts (the CPU's blocked ones) are a compile
 // error.
 
-#include "core/layout.h"
+#include "ops/reorder.h"
 
 #include <memory>
 
+#include "core/layout.h"
 #include "graph/kernel.h"
 #include "ops/cuda/copy_kernel.h"
 #include "ops/cuda/cuda_layouts.h"
-#include "ops/cuda/layout_kernels.h"
-#include "ops/layout.h"
+#include "ops/cuda/reorder_kernels.h"
 
 namespace lockstep {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "ops/cuda/device_util.cuh"
 #include "ops/cuda/element_type.cuh"
-#include "ops/cuda/layout_kernels.h"
+#include "ops/cuda/reorder_kernels.h"
 
 namespace lockstep::cuda {
 namespace {

@@ -1,7 +1,7 @@
 // Reorder: the same tensor in another memory layout. Inserted by the AssignLayouts pass after
 // autodiff, so it needs no gradient.
 
-#include "ops/layout.h"
+#include "ops/reorder.h"
 
 #include "core/layout.h"
 #include "graph/op_registry.h"

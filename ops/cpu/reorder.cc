@@ -1,4 +1,4 @@
-#include "ops/layout.h"
+#include "ops/reorder.h"
 
 #include "graph/kernel.h"
 #include "ops/cpu/dnnl_util.h"
