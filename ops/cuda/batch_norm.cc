@@ -18,7 +18,7 @@
 #include "ops/cuda/cuda_layouts.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/cudnn_desc.h"
-#include "ops/cuda/element_types.h"
+#include "ops/cuda/device_floats.h"
 #include "ops/cuda/elementwise_kernels.h"
 
 namespace lockstep {

@@ -4,7 +4,7 @@
 #include "ops/batch_norm_math.h"
 #include "ops/cuda/batch_norm_kernels.h"
 #include "ops/cuda/device_util.cuh"
-#include "ops/cuda/element_type.cuh"
+#include "ops/cuda/float_conversions.cuh"
 
 namespace lockstep::cuda {
 namespace {

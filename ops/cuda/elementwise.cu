@@ -5,8 +5,8 @@
 #include <array>
 
 #include "ops/cuda/device_util.cuh"
-#include "ops/cuda/element_type.cuh"
 #include "ops/cuda/elementwise_kernels.h"
+#include "ops/cuda/float_conversions.cuh"
 #include "ops/cuda/pointwise.cuh"
 #include "ops/elementwise_math.h"
 

@@ -2,7 +2,7 @@
 
 // Launchers of the element-wise CUDA kernels (ops/cuda/elementwise.cu). Each queues its work on
 // `stream` and returns the launch's error; pointers are device memory. T is float, __half or
-// __nv_bfloat16 (ops/cuda/element_types.h); the math is in float either way.
+// __nv_bfloat16 (ops/cuda/device_floats.h); the math is in float either way.
 
 #include <cuda_runtime.h>
 

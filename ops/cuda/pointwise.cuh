@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "ops/cuda/device_util.cuh"
-#include "ops/cuda/element_type.cuh"
 #include "ops/cuda/elementwise_kernels.h"
+#include "ops/cuda/float_conversions.cuh"
 
 namespace lockstep::cuda {
 

@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "ops/cuda/device_util.cuh"
-#include "ops/cuda/element_type.cuh"
+#include "ops/cuda/float_conversions.cuh"
 #include "ops/cuda/pool_kernels.h"
 
 namespace lockstep::cuda {

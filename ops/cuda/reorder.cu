@@ -1,7 +1,7 @@
 #include <cstdint>
 
 #include "ops/cuda/device_util.cuh"
-#include "ops/cuda/element_type.cuh"
+#include "ops/cuda/float_conversions.cuh"
 #include "ops/cuda/reorder_kernels.h"
 
 namespace lockstep::cuda {

@@ -15,7 +15,7 @@ namespace lockstep::cuda {
 cudaError_t LaunchNhwcPermute(const void* from, void* to, const std::array<int64_t, 4>& dims,
                               size_t element_bytes, bool to_nhwc, cudaStream_t stream);
 
-// The permutation converting each element from From to To, through float (element_type.cuh):
+// The permutation converting each element from From to To, through float (float_conversions.cuh):
 // the CUDA Cast between a value and its copy in another layout. From and To are float, __half or
 // __nv_bfloat16.
 template <typename From, typename To>
