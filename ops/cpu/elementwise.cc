@@ -14,6 +14,7 @@
 #include "ops/cpu/vector_loop.h"
 #include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
+#include "ops/pointwise_kernel.h"
 
 namespace lockstep {
 namespace {
@@ -22,10 +23,6 @@ using cpu::ParallelFor;
 
 // The kernels below are templated on the element type T (float, BFloat16, Float16) and compute in
 // float32, as the element-wise ones of ops/cpu/pointwise.h.
-
-math::ScaleOp ScaleOf(const Node& node) {
-  return {.scale = static_cast<float>(node.attrs.GetFloat("scale"))};
-}
 
 // A fill rounds its value once: a std::fill, not a per-element functor.
 template <typename T>

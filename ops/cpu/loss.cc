@@ -1,8 +1,11 @@
 // Softmax cross-entropy, its gradient, ArgMax and AccuracyCount: plain OpenMP loops over rows.
 
+#include "ops/cpu/loss.h"
+
 #include "graph/kernel.h"
 #include "ops/kernel_shapes.h"
 #include "ops/loss_math.h"
+#include "ops/rows_kernel.h"
 
 namespace lockstep {
 namespace {
@@ -10,7 +13,7 @@ namespace {
 // A bad label would index outside the row: fail instead.
 absl::Status CheckLabels(const char* op, const int32_t* labels, const Rows& rows) {
   for (int64_t i = 0; i < rows.n; ++i) {
-    if (labels[i] < 0 || labels[i] >= rows.classes) {
+    if (!math::LabelInRange(labels[i], rows.classes)) {
       return absl::InvalidArgumentError(absl::StrCat(op, " labels must be in [0, ", rows.classes,
                                                      "): sample ", i, " has label ", labels[i]));
     }
@@ -32,56 +35,9 @@ int64_t RowArgMax(const float* row, int64_t classes) {
   return math::ShareArgMax(row, classes, math::RowShare()).index;
 }
 
-class SoftmaxCrossEntropyKernel : public Kernel {
+class ArgMaxKernel : public RowsKernel {
  public:
-  explicit SoftmaxCrossEntropyKernel(const Node& node) : rows_(node) {}
-  absl::Status Run(const KernelIO& io) override {
-    const float* logits = io.inputs[0].data<float>();      // (N, C)
-    const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
-    float* loss = io.outputs[0].data<float>();             // []
-    float* probs = io.outputs[1].data<float>();            // (N, C)
-    LS_RETURN_IF_ERROR(CheckLabels("SoftmaxCrossEntropy", labels, rows_));
-    const int64_t c = rows_.classes;
-    double total = 0.0;
-#pragma omp parallel for reduction(+ : total)
-    for (int64_t i = 0; i < rows_.n; ++i) {
-      total += SoftmaxRow(logits + i * c, c, labels[i], probs + i * c);
-    }
-    *loss = math::MeanLoss(total, rows_.n);
-    return absl::OkStatus();
-  }
-
- private:
-  Rows rows_;
-};
-
-class SoftmaxCrossEntropyGradKernel : public Kernel {
- public:
-  explicit SoftmaxCrossEntropyGradKernel(const Node& node) : rows_(node) {}
-  absl::Status Run(const KernelIO& io) override {
-    const float* probs = io.inputs[0].data<float>();       // (N, C)
-    const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
-    const float* dloss = io.inputs[2].data<float>();       // []
-    float* dlogits = io.outputs[0].data<float>();          // (N, C)
-    LS_RETURN_IF_ERROR(CheckLabels("SoftmaxCrossEntropyGrad", labels, rows_));
-    const int64_t c = rows_.classes;
-    const float scale = math::CrossEntropyGradScale(*dloss, rows_.n);
-#pragma omp parallel for
-    for (int64_t i = 0; i < rows_.n; ++i) {
-      for (int64_t j = 0; j < c; ++j) {
-        dlogits[i * c + j] = math::CrossEntropyGrad(probs[i * c + j], j, labels[i], c, scale);
-      }
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  Rows rows_;
-};
-
-class ArgMaxKernel : public Kernel {
- public:
-  explicit ArgMaxKernel(const Node& node) : rows_(node) {}
+  using RowsKernel::RowsKernel;
   absl::Status Run(const KernelIO& io) override {
     const float* x = io.inputs[0].data<float>();     // (N, C)
     int32_t* index = io.outputs[0].data<int32_t>();  // (N)
@@ -90,14 +46,11 @@ class ArgMaxKernel : public Kernel {
     for (int64_t i = 0; i < rows_.n; ++i) index[i] = static_cast<int32_t>(RowArgMax(x + i * c, c));
     return absl::OkStatus();
   }
-
- private:
-  Rows rows_;
 };
 
-class AccuracyCountKernel : public Kernel {
+class AccuracyCountKernel : public RowsKernel {
  public:
-  explicit AccuracyCountKernel(const Node& node) : rows_(node) {}
+  using RowsKernel::RowsKernel;
   absl::Status Run(const KernelIO& io) override {
     const float* logits = io.inputs[0].data<float>();      // (N, C)
     const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
@@ -109,16 +62,48 @@ class AccuracyCountKernel : public Kernel {
     *count = correct;
     return absl::OkStatus();
   }
-
- private:
-  Rows rows_;
 };
 
-REGISTER_KERNEL({.op = "SoftmaxCrossEntropy", .create = MakeFactory<SoftmaxCrossEntropyKernel>()});
+}  // namespace
+
+absl::Status cpu::SoftmaxCrossEntropyKernel::Run(const KernelIO& io) {
+  const float* logits = io.inputs[0].data<float>();      // (N, C)
+  const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
+  float* loss = io.outputs[0].data<float>();             // []
+  float* probs = io.outputs[1].data<float>();            // (N, C)
+  LS_RETURN_IF_ERROR(CheckLabels("SoftmaxCrossEntropy", labels, rows_));
+  const int64_t c = rows_.classes;
+  double total = 0.0;
+#pragma omp parallel for reduction(+ : total)
+  for (int64_t i = 0; i < rows_.n; ++i) {
+    total += SoftmaxRow(logits + i * c, c, labels[i], probs + i * c);
+  }
+  *loss = math::MeanLoss(total, rows_.n);
+  return absl::OkStatus();
+}
+
+absl::Status cpu::SoftmaxCrossEntropyGradKernel::Run(const KernelIO& io) {
+  const float* probs = io.inputs[0].data<float>();       // (N, C)
+  const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
+  const float* dloss = io.inputs[2].data<float>();       // []
+  float* dlogits = io.outputs[0].data<float>();          // (N, C)
+  LS_RETURN_IF_ERROR(CheckLabels("SoftmaxCrossEntropyGrad", labels, rows_));
+  const int64_t c = rows_.classes;
+  const float scale = math::CrossEntropyGradScale(*dloss, rows_.n);
+#pragma omp parallel for
+  for (int64_t i = 0; i < rows_.n; ++i) {
+    for (int64_t j = 0; j < c; ++j) {
+      dlogits[i * c + j] = math::CrossEntropyGrad(probs[i * c + j], j, labels[i], c, scale);
+    }
+  }
+  return absl::OkStatus();
+}
+
+REGISTER_KERNEL({.op = "SoftmaxCrossEntropy",
+                 .create = MakeFactory<cpu::SoftmaxCrossEntropyKernel>()});
 REGISTER_KERNEL({.op = "SoftmaxCrossEntropyGrad",
-                 .create = MakeFactory<SoftmaxCrossEntropyGradKernel>()});
+                 .create = MakeFactory<cpu::SoftmaxCrossEntropyGradKernel>()});
 REGISTER_KERNEL({.op = "ArgMax", .create = MakeFactory<ArgMaxKernel>()});
 REGISTER_KERNEL({.op = "AccuracyCount", .create = MakeFactory<AccuracyCountKernel>()});
 
-}  // namespace
 }  // namespace lockstep

@@ -1,8 +1,8 @@
 // CUDA kernels of the element-wise ops: the Kernel classes, whose Run queues a launcher of
-// ops/cuda/elementwise.cu on the device's compute stream; the pointwise ops share one class over
-// their functors (ops/elementwise_math.h). Each is a template on the element type (float, __half,
-// __nv_bfloat16), registered for f32, bf16 and f16. The element-wise ops
-// keep their first input's layout (NHWC activations stay NHWC); BiasAdd and its gradient, which
+// ops/cuda/elementwise.cu on the device's compute stream; the pointwise ops share the kernel of
+// ops/pointwise_kernel.h over their functors (ops/elementwise_math.h). Each is a template on the
+// element type (float, __half, __nv_bfloat16), registered for f32, bf16 and f16. The element-wise
+// ops keep their first input's layout (NHWC activations stay NHWC); BiasAdd and its gradient, which
 // index channels, want plain; Cast converts the layout as it converts the dtype (CastLayouts).
 
 #include <array>
@@ -13,11 +13,12 @@
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_layouts.h"
 #include "ops/cuda/cuda_util.h"
-#include "ops/cuda/element_types.h"
+#include "ops/cuda/device_floats.h"
 #include "ops/cuda/elementwise_kernels.h"
-#include "ops/cuda/layout_kernels.h"
+#include "ops/cuda/reorder_kernels.h"
 #include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
+#include "ops/pointwise_kernel.h"
 
 namespace lockstep {
 namespace {
@@ -26,46 +27,24 @@ using cuda::DataAs;
 using cuda::DeviceFloats;
 using cuda::StreamOf;
 
-// y = op(x0, x1, ...) element by element for a functor of ops/elementwise_math.h (the launcher of
-// ops/cuda/pointwise.cuh, instantiated in elementwise.cu). Op is built by `op_of` from the node
-// where it has state (an attribute), else default-constructed.
-template <typename T, typename Op>
-class PointwiseKernel : public Kernel {
- public:
-  using OpOf = Op (*)(const Node&);
-  explicit PointwiseKernel(const Node&) {}
-  PointwiseKernel(const Node& node, OpOf op_of) : op_(op_of(node)) {}
-  absl::Status Run(const KernelIO& io) override {
-    std::array<const T*, kInputs> x;  // any shape, all alike
-    for (size_t j = 0; j < kInputs; ++j) x[j] = DataAs<const T>(io.inputs[j]);
-    CUDA_RETURN_IF_ERROR(cuda::LaunchPointwise(op_, x, DataAs<T>(io.outputs[0]),  // x's shape
-                                               io.outputs[0].numel(), StreamOf(io)));
-    return absl::OkStatus();
-  }
-
- private:
-  static constexpr size_t kInputs = math::InputsOf<Op>();
-  Op op_{};
-};
-
-template <typename Op>
-struct PointwiseOf {
-  template <typename T>
-  using Kernel = PointwiseKernel<T, Op>;
-};
-
 constexpr DeviceType kCUDA = DeviceType::kCUDA;
 
-// Registers Op's kernel for `op` in f32, bf16 and f16. Inputs and output have one shape, so any
-// layout goes: the first input's.
+// The CUDA loop of PointwiseKernel (ops/pointwise_kernel.h): the launcher of
+// ops/cuda/pointwise.cuh, instantiated in elementwise.cu, on the compute stream.
+struct PointwiseLoop {
+  template <typename T, typename Op, size_t kInputs>
+  static absl::Status Run(Op op, const std::array<const T*, kInputs>& x,  // any shape
+                          T* y, int64_t n, const KernelIO& io) {          // x's shape
+    CUDA_RETURN_IF_ERROR(cuda::LaunchPointwise(op, x, y, n, StreamOf(io)));
+    return absl::OkStatus();
+  }
+};
+
+// Registers Op's kernel for `op` in f32, bf16 and f16; `op_of` builds a functor with state from
+// the node.
 template <typename Op, typename... OpOf>
 bool RegisterPointwise(const char* op, OpOf... op_of) {
-  return RegisterFloatKernels<PointwiseOf<Op>::template Kernel, DeviceFloats>(
-      {.op = op, .device = kCUDA, .layouts = SameLayoutAsFirstInput}, op_of...);
-}
-
-math::ScaleOp ScaleOf(const Node& node) {
-  return {.scale = static_cast<float>(node.attrs.GetFloat("scale"))};
+  return RegisterPointwiseOn<PointwiseLoop, DeviceFloats, Op>(kCUDA, op, op_of...);
 }
 
 template <typename T>

@@ -8,17 +8,16 @@
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/loss_kernels.h"
-#include "ops/kernel_shapes.h"
+#include "ops/rows_kernel.h"
 
 namespace lockstep {
 namespace {
 
 using cuda::StreamOf;
 
-// (N, C) of the node's input 0.
-class SoftmaxCrossEntropyKernel : public Kernel {
+class SoftmaxCrossEntropyKernel : public RowsKernel {
  public:
-  explicit SoftmaxCrossEntropyKernel(const Node& node) : rows_(node) {}
+  using RowsKernel::RowsKernel;
   // The rows' losses, summed by one block for a deterministic mean.
   size_t WorkspaceBytes() const override { return rows_.n * sizeof(double); }
   absl::Status Run(const KernelIO& io) override {
@@ -32,14 +31,11 @@ class SoftmaxCrossEntropyKernel : public Kernel {
                                         StreamOf(io)));
     return absl::OkStatus();
   }
-
- private:
-  Rows rows_;
 };
 
-class SoftmaxCrossEntropyGradKernel : public Kernel {
+class SoftmaxCrossEntropyGradKernel : public RowsKernel {
  public:
-  explicit SoftmaxCrossEntropyGradKernel(const Node& node) : rows_(node) {}
+  using RowsKernel::RowsKernel;
   absl::Status Run(const KernelIO& io) override {
     CUDA_RETURN_IF_ERROR(
         cuda::LaunchSoftmaxCrossEntropyGrad(io.inputs[0].data<float>(),    // probs (N, C)
@@ -50,14 +46,11 @@ class SoftmaxCrossEntropyGradKernel : public Kernel {
                                             StreamOf(io)));
     return absl::OkStatus();
   }
-
- private:
-  Rows rows_;
 };
 
-class ArgMaxKernel : public Kernel {
+class ArgMaxKernel : public RowsKernel {
  public:
-  explicit ArgMaxKernel(const Node& node) : rows_(node) {}
+  using RowsKernel::RowsKernel;
   absl::Status Run(const KernelIO& io) override {
     CUDA_RETURN_IF_ERROR(cuda::LaunchArgMax(io.inputs[0].data<float>(),  // (N, C)
                                             rows_.n, rows_.classes,
@@ -65,14 +58,11 @@ class ArgMaxKernel : public Kernel {
                                             StreamOf(io)));
     return absl::OkStatus();
   }
-
- private:
-  Rows rows_;
 };
 
-class AccuracyCountKernel : public Kernel {
+class AccuracyCountKernel : public RowsKernel {
  public:
-  explicit AccuracyCountKernel(const Node& node) : rows_(node) {}
+  using RowsKernel::RowsKernel;
   // Each row's ArgMax, compared with the labels and counted by one block.
   size_t WorkspaceBytes() const override { return rows_.n * sizeof(int32_t); }
   absl::Status Run(const KernelIO& io) override {
@@ -84,9 +74,6 @@ class AccuracyCountKernel : public Kernel {
                                                    StreamOf(io)));
     return absl::OkStatus();
   }
-
- private:
-  Rows rows_;
 };
 
 constexpr DeviceType kCUDA = DeviceType::kCUDA;

@@ -1,18 +1,16 @@
 // The test device's other kernels (element-wise, dense, loss, fill, shape, optimizer): plain loops
 // that sum in double, calling the op families' per-element math (ops/*_math.h) as every backend
 // does; ReLU and its gradient are the CPU's element-wise kernel (ops/cpu/pointwise.h), run in
-// test_nc4hw where a value may use it.
+// test_nc4hw where a value may use it, and the loss and its gradient the CPU's (ops/cpu/loss.h).
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
+#include "ops/cpu/loss.h"
 #include "ops/cpu/pointwise.h"
 #include "ops/elementwise_math.h"
 #include "ops/kernel_shapes.h"
-#include "ops/loss_math.h"
 #include "ops/optimizer_math.h"
 #include "tests/backend/test_backend.h"
 
@@ -147,75 +145,13 @@ class CopyKernel : public Kernel {
 REGISTER_KERNEL({.op = "Flatten", .device = kTestDeviceType, .create = MakeFactory<CopyKernel>()});
 REGISTER_KERNEL({.op = "Reshape", .device = kTestDeviceType, .create = MakeFactory<CopyKernel>()});
 
-absl::Status CheckLabels(const int32_t* labels, const Rows& rows) {
-  for (int64_t i = 0; i < rows.n; ++i) {
-    if (!math::LabelInRange(labels[i], rows.classes)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "test device: sample ", i, " has label ", labels[i], ", not in [0, ", rows.classes, ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-class SoftmaxCrossEntropyKernel : public Kernel {
- public:
-  explicit SoftmaxCrossEntropyKernel(const Node& node) : rows_(node) {}
-  absl::Status Run(const KernelIO& io) override {
-    const float* logits = io.inputs[0].data<float>();      // (N, C)
-    const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
-    float* loss = io.outputs[0].data<float>();             // []
-    float* probs = io.outputs[1].data<float>();            // (N, C)
-    LS_RETURN_IF_ERROR(CheckLabels(labels, rows_));
-    const int64_t c = rows_.classes;
-    double total = 0.0;
-    for (int64_t i = 0; i < rows_.n; ++i) {
-      const float* row = logits + i * c;
-      const float max = *std::max_element(row, row + c);
-      double sum = 0.0;
-      for (int64_t j = 0; j < c; ++j) sum += std::exp(row[j] - max);
-      for (int64_t j = 0; j < c; ++j) {
-        probs[i * c + j] = static_cast<float>(std::exp(row[j] - max) / sum);
-      }
-      total += math::RowCrossEntropy(row, c, labels[i], max, sum);
-    }
-    *loss = math::MeanLoss(total, rows_.n);
-    return absl::OkStatus();
-  }
-
- private:
-  Rows rows_;
-};
-
-// dlogits = (probs - onehot(labels)) * dloss / N, by the loss family's per-element math.
-class SoftmaxCrossEntropyGradKernel : public Kernel {
- public:
-  explicit SoftmaxCrossEntropyGradKernel(const Node& node) : rows_(node) {}
-  absl::Status Run(const KernelIO& io) override {
-    const float* probs = io.inputs[0].data<float>();       // (N, C)
-    const int32_t* labels = io.inputs[1].data<int32_t>();  // (N)
-    const float dloss = *io.inputs[2].data<float>();       // []
-    float* dlogits = io.outputs[0].data<float>();          // (N, C)
-    LS_RETURN_IF_ERROR(CheckLabels(labels, rows_));
-    const float scale = math::CrossEntropyGradScale(dloss, rows_.n);
-    const int64_t c = rows_.classes;
-    for (int64_t i = 0; i < rows_.n; ++i) {
-      for (int64_t j = 0; j < c; ++j) {
-        dlogits[i * c + j] = math::CrossEntropyGrad(probs[i * c + j], j, labels[i], c, scale);
-      }
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  Rows rows_;
-};
-
+// The CPU's loss and its gradient (ops/cpu/loss.h), float32 and plain as here.
 REGISTER_KERNEL({.op = "SoftmaxCrossEntropy",
                  .device = kTestDeviceType,
-                 .create = MakeFactory<SoftmaxCrossEntropyKernel>()});
+                 .create = MakeFactory<cpu::SoftmaxCrossEntropyKernel>()});
 REGISTER_KERNEL({.op = "SoftmaxCrossEntropyGrad",
                  .device = kTestDeviceType,
-                 .create = MakeFactory<SoftmaxCrossEntropyGradKernel>()});
+                 .create = MakeFactory<cpu::SoftmaxCrossEntropyGradKernel>()});
 
 // ((param, grad, moment) x N, lr []) -> ((param', moment') x N) in place, as ops/optimizer.cc
 // defines it.
