@@ -1,6 +1,7 @@
 // The CPU kernels of the element-wise ops: the pointwise ones are ops/cpu/pointwise.h's over the
-// functors of ops/elementwise_math.h; Fill, Cast and BiasAdd, which do not map inputs to an output
-// element by element, have their own.
+// functors of ops/elementwise_math.h, BiasAdd's the shared kernel of ops/bias_add_kernel.h over
+// the loops here; Fill and Cast, which do not map inputs to an output element by element, have
+// their own.
 
 #include <algorithm>
 #include <cstdint>
@@ -8,6 +9,7 @@
 
 #include "core/half.h"
 #include "graph/kernel.h"
+#include "ops/bias_add_kernel.h"
 #include "ops/cpu/convert_floats.h"
 #include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/pointwise.h"
@@ -111,35 +113,22 @@ LayoutChoice CastLayouts(const Node& node, const std::vector<Layout>& producer_l
   return SameLayoutAsFirstInput(node, producer_layouts, shared);
 }
 
-template <typename T>
-class BiasAddKernel : public Kernel {
- public:
-  explicit BiasAddKernel(const Node& node) : geometry_(node.inputs[0]->shape()) {}
-  absl::Status Run(const KernelIO& io) override {
-    const T* x = io.inputs[0].data<T>();     // (N, C, ...)
-    const T* bias = io.inputs[1].data<T>();  // (C)
-    T* y = io.outputs[0].data<T>();          // (N, C, ...)
-    const int64_t inner = geometry_.inner;
-    ParallelFor(geometry_.outer * geometry_.channels, [&](int64_t nc) {
-      const float b = ToFloat(bias[nc % geometry_.channels]);
-      for (int64_t i = 0; i < inner; ++i)
-        y[nc * inner + i] = FloatTo<T>(ToFloat(x[nc * inner + i]) + b);
+// BiasAdd's loops (ops/bias_add_kernel.h): in float, the gradient summed in double.
+struct BiasAddLoops {
+  template <typename T>
+  static absl::Status BiasAdd(const T* x, const T* bias, T* y, const ChannelGeometry& g,
+                              const KernelIO&) {
+    ParallelFor(g.outer * g.channels, [&](int64_t nc) {
+      const float b = ToFloat(bias[nc % g.channels]);
+      for (int64_t i = 0; i < g.inner; ++i)
+        y[nc * g.inner + i] = FloatTo<T>(ToFloat(x[nc * g.inner + i]) + b);
     });
     return absl::OkStatus();
   }
 
- private:
-  ChannelGeometry geometry_;
-};
-
-template <typename T>
-class BiasAddGradKernel : public Kernel {
- public:
-  explicit BiasAddGradKernel(const Node& node) : geometry_(node.inputs[0]->shape()) {}
-  absl::Status Run(const KernelIO& io) override {
-    const T* dy = io.inputs[0].data<T>();  // (N, C, ...)
-    T* dbias = io.outputs[0].data<T>();    // (C)
-    const ChannelGeometry& g = geometry_;
+  template <typename T>
+  static absl::Status BiasAddGrad(const T* dy, T* dbias, const ChannelGeometry& g,
+                                  const KernelIO&) {
     ParallelFor(g.channels, [&](int64_t c) {
       double sum = 0.0;
       for (int64_t n = 0; n < g.outer; ++n) {
@@ -150,9 +139,6 @@ class BiasAddGradKernel : public Kernel {
     });
     return absl::OkStatus();
   }
-
- private:
-  ChannelGeometry geometry_;
 };
 
 [[maybe_unused]] const bool kRegistered[] = {
@@ -163,8 +149,7 @@ class BiasAddGradKernel : public Kernel {
     cpu::RegisterPointwise<math::ReluGradOp>("ReluGrad"),
     cpu::RegisterPointwise<math::ScaleOp>("Scale", ScaleOf),
     RegisterFloatKernels<FillKernel, HostFloats>({.op = "Fill"}),
-    RegisterFloatKernels<BiasAddKernel, HostFloats>({.op = "BiasAdd"}),
-    RegisterFloatKernels<BiasAddGradKernel, HostFloats>({.op = "BiasAddGrad"}),
+    RegisterBiasAddOn<BiasAddLoops, HostFloats>(DeviceType::kCPU),
 };
 
 REGISTER_KERNEL({.op = "Cast", .create = CreateCast<float>, .layouts = CastLayouts});

@@ -5,7 +5,7 @@
 #include "graph/kernel.h"
 #include "ops/kernel_shapes.h"
 #include "ops/loss_math.h"
-#include "ops/rows_kernel.h"
+#include "ops/kernel_bases.h"
 
 namespace lockstep {
 namespace {

@@ -5,7 +5,7 @@
 // serve both.
 
 #include "graph/kernel.h"
-#include "ops/rows_kernel.h"
+#include "ops/kernel_bases.h"
 
 namespace lockstep::cpu {
 

@@ -1,51 +1,47 @@
+#include "ops/cpu/optimizer.h"
+
 #include <cmath>
 
 #include "graph/kernel.h"
+#include "ops/optimizer_attrs.h"
 #include "ops/optimizer_math.h"
 
 namespace lockstep {
-namespace {
+namespace cpu {
 
-// Any layout: the update is element-wise over buffers of the same shape.
-class MomentumKernel : public Kernel {
- public:
-  explicit MomentumKernel(const Node& node)
-      : params_{.momentum = static_cast<float>(node.attrs.GetFloat("momentum")),
-                .weight_decay = static_cast<float>(node.attrs.GetFloat("weight_decay")),
-                .unscale = static_cast<float>(1.0 / node.attrs.GetFloat("loss_scale")),
-                .nesterov = node.attrs.GetBool("nesterov")} {}
+MomentumKernel::MomentumKernel(const Node& node) : params_(MomentumParamsOf(node)) {}
 
-  absl::Status Run(const KernelIO& io) override {
-    const math::MomentumInputs in(io.inputs.size());
-    if (in.dynamic && *io.inputs[in.finite()].data<float>() == 0.0f) return absl::OkStatus();
-    // A local copy, which the stores below cannot alias.
-    math::MomentumParams params = params_;
-    if (in.dynamic) {
-      params.unscale =
-          math::DynamicUnscale(params.unscale, *io.inputs[in.loss_scale()].data<float>());
-    }
-    const float lr = *io.inputs[in.lr()].data<float>();  // []
-    for (size_t t = 0; t < in.tensors; ++t) {
-      const float* param = io.inputs[in.param(t)].data<float>();    // any shape
-      const float* grad = io.inputs[in.grad(t)].data<float>();      // same shape as param
-      const float* moment = io.inputs[in.moment(t)].data<float>();  // same shape as param
-      float* new_param = io.outputs[2 * t].data<float>();           // same memory as param
-      float* new_moment = io.outputs[2 * t + 1].data<float>();      // same memory as moment
-      const int64_t n = io.outputs[2 * t].numel();
-#pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i < n; ++i) {
-        const math::ParamAndMoment next =
-            math::MomentumStep(params, lr, param[i], grad[i], moment[i]);
-        new_param[i] = next.param;
-        new_moment[i] = next.moment;
-      }
-    }
-    return absl::OkStatus();
+absl::Status MomentumKernel::Run(const KernelIO& io) {
+  const math::MomentumInputs in(io.inputs.size());
+  if (in.dynamic && *io.inputs[in.finite()].data<float>() == 0.0f) return absl::OkStatus();
+  // A local copy, which the stores below cannot alias.
+  math::MomentumParams params = params_;
+  if (in.dynamic) {
+    params.unscale =
+        math::DynamicUnscale(params.unscale, *io.inputs[in.loss_scale()].data<float>());
   }
+  const float lr = *io.inputs[in.lr()].data<float>();  // []
+  for (size_t t = 0; t < in.tensors; ++t) {
+    const float* param = io.inputs[in.param(t)].data<float>();    // any shape
+    const float* grad = io.inputs[in.grad(t)].data<float>();      // same shape as param
+    const float* moment = io.inputs[in.moment(t)].data<float>();  // same shape as param
+    float* new_param = io.outputs[2 * t].data<float>();           // same memory as param
+    float* new_moment = io.outputs[2 * t + 1].data<float>();      // same memory as moment
+    const int64_t n = io.outputs[2 * t].numel();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const math::ParamAndMoment next =
+          math::MomentumStep(params, lr, param[i], grad[i], moment[i]);
+      new_param[i] = next.param;
+      new_moment[i] = next.moment;
+    }
+  }
+  return absl::OkStatus();
+}
 
- private:
-  math::MomentumParams params_;  // unscale: 1 / the loss_scale attribute
-};
+}  // namespace cpu
+
+namespace {
 
 // Each tensor's param, gradient, moment and updates in the param's layout (convolution weights
 // are blocked); the scalars plain.
@@ -64,7 +60,7 @@ LayoutChoice EachTensorInItsParamLayout(const Node& node,
 }
 
 REGISTER_KERNEL({.op = "Momentum",
-                 .create = MakeFactory<MomentumKernel>(),
+                 .create = MakeFactory<cpu::MomentumKernel>(),
                  .layouts = EachTensorInItsParamLayout});
 
 class AccumulateKernel : public Kernel {
@@ -120,24 +116,21 @@ REGISTER_KERNEL({.op = "AllFinite",
 
 class UpdateLossScaleKernel : public Kernel {
  public:
-  explicit UpdateLossScaleKernel(const Node& node)
-      : factor_(static_cast<float>(node.attrs.GetFloat("factor"))),
-        window_(static_cast<int32_t>(node.attrs.GetInt("window"))) {}
+  explicit UpdateLossScaleKernel(const Node& node) : rule_(LossScaleRuleOf(node)) {}
 
   absl::Status Run(const KernelIO& io) override {
     float& scale = *io.outputs[0].data<float>();           // same memory as input 0
     int32_t& good_steps = *io.outputs[1].data<int32_t>();  // same memory as input 1
     const bool finite = *io.inputs[2].data<float>() != 0.0f;
     const math::LossScaleState next =
-        math::LossScaleStep({scale, good_steps}, finite, factor_, window_);
+        math::LossScaleStep({scale, good_steps}, finite, rule_.factor, rule_.window);
     scale = next.scale;
     good_steps = next.good_steps;
     return absl::OkStatus();
   }
 
  private:
-  float factor_;
-  int32_t window_;
+  LossScaleRule rule_;
 };
 
 REGISTER_KERNEL({.op = "UpdateLossScale", .create = MakeFactory<UpdateLossScaleKernel>()});

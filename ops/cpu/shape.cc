@@ -1,23 +1,24 @@
+#include "ops/cpu/shape.h"
+
 #include <cstring>
 
-#include "graph/kernel.h"
-
 namespace lockstep {
+namespace cpu {
+
+absl::Status CopyKernel::Run(const KernelIO& io) {
+  if (io.outputs[0].raw_data() != io.inputs[0].raw_data()) {
+    std::memcpy(io.outputs[0].raw_data(), io.inputs[0].raw_data(), io.outputs[0].nbytes());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cpu
+
 namespace {
 
-// Copies its input; Identity, Reshape and Flatten leave the bytes as they are.
-class CopyKernel : public Kernel {
- public:
-  explicit CopyKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    if (io.outputs[0].raw_data() != io.inputs[0].raw_data()) {
-      std::memcpy(io.outputs[0].raw_data(), io.inputs[0].raw_data(), io.outputs[0].nbytes());
-    }
-    return absl::OkStatus();
-  }
-};
+using cpu::CopyKernel;
 
-// Bytes, whatever their dtype.
+// Identity, Reshape and Flatten leave the bytes as they are, whatever their dtype.
 [[maybe_unused]] const bool kRegistered[] = {
     RegisterFloatKernels(
         {.op = "Identity", .create = MakeFactory<CopyKernel>(), .layouts = SameLayoutAsFirstInput}),

@@ -1,6 +1,7 @@
 // CUDA kernels of the element-wise ops: the Kernel classes, whose Run queues a launcher of
 // ops/cuda/elementwise.cu on the device's compute stream; the pointwise ops share the kernel of
-// ops/pointwise_kernel.h over their functors (ops/elementwise_math.h). Each is a template on the
+// ops/pointwise_kernel.h over their functors (ops/elementwise_math.h), BiasAdd and its gradient
+// that of ops/bias_add_kernel.h. Each is a template on the
 // element type (float, __half, __nv_bfloat16), registered for f32, bf16 and f16. The element-wise
 // ops keep their first input's layout (NHWC activations stay NHWC); BiasAdd and its gradient, which
 // index channels, want plain; Cast converts the layout as it converts the dtype (CastLayouts).
@@ -11,6 +12,7 @@
 #include <type_traits>
 
 #include "graph/kernel.h"
+#include "ops/bias_add_kernel.h"
 #include "ops/cuda/cuda_layouts.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/device_floats.h"
@@ -148,35 +150,23 @@ class CastKernel : public Kernel {
   std::array<int64_t, 4> dims_{};  // (N, C, H, W) where permute_
 };
 
-template <typename T>
-class BiasAddKernel : public Kernel {
- public:
-  explicit BiasAddKernel(const Node& node) : g_(node.inputs[0]->shape()) {}
-  absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchBiasAdd(DataAs<const T>(io.inputs[0]),  // (N, C, ...)
-                                             DataAs<const T>(io.inputs[1]),  // (C)
-                                             DataAs<T>(io.outputs[0]),       // (N, C, ...)
-                                             g_.outer, g_.channels, g_.inner, StreamOf(io)));
+// BiasAdd's loops (ops/bias_add_kernel.h): the launchers of elementwise.cu on the compute stream.
+struct BiasAddLoops {
+  template <typename T>
+  static absl::Status BiasAdd(const T* x, const T* bias, T* y, const ChannelGeometry& g,
+                              const KernelIO& io) {
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchBiasAdd(x, bias, y, g.outer, g.channels, g.inner, StreamOf(io)));
     return absl::OkStatus();
   }
 
- private:
-  ChannelGeometry g_;
-};
-
-template <typename T>
-class BiasAddGradKernel : public Kernel {
- public:
-  explicit BiasAddGradKernel(const Node& node) : g_(node.inputs[0]->shape()) {}
-  absl::Status Run(const KernelIO& io) override {
-    CUDA_RETURN_IF_ERROR(cuda::LaunchBiasAddGrad(DataAs<const T>(io.inputs[0]),  // (N, C, ...)
-                                                 DataAs<T>(io.outputs[0]),       // (C)
-                                                 g_.outer, g_.channels, g_.inner, StreamOf(io)));
+  template <typename T>
+  static absl::Status BiasAddGrad(const T* dy, T* dbias, const ChannelGeometry& g,
+                                  const KernelIO& io) {
+    CUDA_RETURN_IF_ERROR(
+        cuda::LaunchBiasAddGrad(dy, dbias, g.outer, g.channels, g.inner, StreamOf(io)));
     return absl::OkStatus();
   }
-
- private:
-  ChannelGeometry g_;
 };
 
 [[maybe_unused]] const bool kRegistered[] = {
@@ -187,8 +177,7 @@ class BiasAddGradKernel : public Kernel {
     RegisterPointwise<math::ReluGradOp>("ReluGrad"),
     RegisterPointwise<math::ScaleOp>("Scale", ScaleOf),
     RegisterFloatKernels<FillKernel, DeviceFloats>({.op = "Fill", .device = kCUDA}),
-    RegisterFloatKernels<BiasAddKernel, DeviceFloats>({.op = "BiasAdd", .device = kCUDA}),
-    RegisterFloatKernels<BiasAddGradKernel, DeviceFloats>({.op = "BiasAddGrad", .device = kCUDA}),
+    RegisterBiasAddOn<BiasAddLoops, DeviceFloats>(kCUDA),
     RegisterFloatKernels<CastKernel, DeviceFloats>(
         {.op = "Cast", .device = kCUDA, .layouts = CastLayouts}),
 };

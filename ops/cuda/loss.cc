@@ -8,7 +8,7 @@
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/loss_kernels.h"
-#include "ops/rows_kernel.h"
+#include "ops/kernel_bases.h"
 
 namespace lockstep {
 namespace {

@@ -10,6 +10,7 @@
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_util.h"
 #include "ops/cuda/optimizer_kernels.h"
+#include "ops/optimizer_attrs.h"
 
 namespace lockstep {
 namespace cuda {
@@ -30,13 +31,6 @@ std::vector<TensorChunk> ChunkTensors(const std::vector<int64_t>& sizes) {
 namespace {
 
 using cuda::StreamOf;
-
-math::MomentumParams ParamsOf(const Node& node) {
-  return {.momentum = static_cast<float>(node.attrs.GetFloat("momentum")),
-          .weight_decay = static_cast<float>(node.attrs.GetFloat("weight_decay")),
-          .unscale = static_cast<float>(1.0 / node.attrs.GetFloat("loss_scale")),
-          .nesterov = node.attrs.GetBool("nesterov")};
-}
 
 // Copies `bytes` of host memory into `buffer` (device memory, allocated on first use) on
 // `stream`. The buffer is kept: a kernel queued earlier may still read it, and the copy, queued
@@ -104,7 +98,7 @@ std::vector<int64_t> MomentumSizes(const Node& node) {
 class MomentumKernel : public Kernel {
  public:
   explicit MomentumKernel(const Node& node)
-      : params_(ParamsOf(node)), chunks_(MomentumSizes(node)) {}
+      : params_(MomentumParamsOf(node)), chunks_(MomentumSizes(node)) {}
   absl::Status Run(const KernelIO& io) override {
     const math::MomentumInputs in(io.inputs.size());
     const cudaStream_t stream = StreamOf(io);
@@ -176,20 +170,17 @@ class AllFiniteKernel : public Kernel {
 
 class UpdateLossScaleKernel : public Kernel {
  public:
-  explicit UpdateLossScaleKernel(const Node& node)
-      : factor_(static_cast<float>(node.attrs.GetFloat("factor"))),
-        window_(static_cast<int32_t>(node.attrs.GetInt("window"))) {}
+  explicit UpdateLossScaleKernel(const Node& node) : rule_(LossScaleRuleOf(node)) {}
   absl::Status Run(const KernelIO& io) override {
     CUDA_RETURN_IF_ERROR(cuda::LaunchUpdateLossScale(io.outputs[0].data<float>(),    // scale []
                                                      io.outputs[1].data<int32_t>(),  // steps []
                                                      io.inputs[2].data<float>(),     // finite []
-                                                     factor_, window_, StreamOf(io)));
+                                                     rule_.factor, rule_.window, StreamOf(io)));
     return absl::OkStatus();
   }
 
  private:
-  float factor_;
-  int32_t window_;
+  LossScaleRule rule_;
 };
 
 REGISTER_KERNEL({.op = "Momentum",

@@ -1,17 +1,19 @@
 // The test device's other kernels (element-wise, dense, loss, fill, shape, optimizer): plain loops
 // that sum in double, calling the op families' per-element math (ops/*_math.h) as every backend
 // does; ReLU and its gradient are the CPU's element-wise kernel (ops/cpu/pointwise.h), run in
-// test_nc4hw where a value may use it, and the loss and its gradient the CPU's (ops/cpu/loss.h).
+// test_nc4hw where a value may use it, and the loss, the copies and the Momentum update are the
+// CPU's kernels (ops/cpu/loss.h, shape.h, optimizer.h).
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "ops/cpu/loss.h"
+#include "ops/cpu/optimizer.h"
 #include "ops/cpu/pointwise.h"
+#include "ops/cpu/shape.h"
 #include "ops/elementwise_math.h"
+#include "ops/kernel_bases.h"
 #include "ops/kernel_shapes.h"
-#include "ops/optimizer_math.h"
 #include "tests/backend/test_backend.h"
 
 namespace lockstep::test_backend {
@@ -27,9 +29,9 @@ REGISTER_KERNEL({.op = "ReluGrad",
                  .create = MakeFactory<cpu::PointwiseKernel<float, math::ReluGradOp>>(),
                  .layouts = BlockedWhereEligible});
 
-class BiasAddKernel : public Kernel {
+class BiasAddKernel : public ChannelsKernel {
  public:
-  explicit BiasAddKernel(const Node& node) : geometry_(node.inputs[0]->shape()) {}
+  using ChannelsKernel::ChannelsKernel;
   absl::Status Run(const KernelIO& io) override {
     const float* x = io.inputs[0].data<float>();     // (N, C, inner...)
     const float* bias = io.inputs[1].data<float>();  // (C)
@@ -38,14 +40,11 @@ class BiasAddKernel : public Kernel {
     for (int64_t i = 0; i < outer * channels * inner; ++i) y[i] = x[i] + bias[i / inner % channels];
     return absl::OkStatus();
   }
-
- private:
-  ChannelGeometry geometry_;
 };
 
-class BiasAddGradKernel : public Kernel {
+class BiasAddGradKernel : public ChannelsKernel {
  public:
-  explicit BiasAddGradKernel(const Node& node) : geometry_(node.inputs[0]->shape()) {}
+  using ChannelsKernel::ChannelsKernel;
   absl::Status Run(const KernelIO& io) override {
     const float* dy = io.inputs[0].data<float>();  // (N, C, inner...)
     float* dbias = io.outputs[0].data<float>();    // (C)
@@ -55,9 +54,6 @@ class BiasAddGradKernel : public Kernel {
     for (int64_t c = 0; c < channels; ++c) dbias[c] = static_cast<float>(sum[c]);
     return absl::OkStatus();
   }
-
- private:
-  ChannelGeometry geometry_;
 };
 
 REGISTER_KERNEL({.op = "BiasAdd",
@@ -130,68 +126,23 @@ class FillKernel : public Kernel {
 
 REGISTER_KERNEL({.op = "Fill", .device = kTestDeviceType, .create = MakeFactory<FillKernel>()});
 
-// Flatten and Reshape: the same bytes under another shape (plain only).
-class CopyKernel : public Kernel {
- public:
-  explicit CopyKernel(const Node&) {}
-  absl::Status Run(const KernelIO& io) override {
-    if (io.outputs[0].raw_data() != io.inputs[0].raw_data()) {
-      std::memcpy(io.outputs[0].raw_data(), io.inputs[0].raw_data(), io.outputs[0].nbytes());
-    }
-    return absl::OkStatus();
-  }
+// Registers the CPU's kernel K for `op` here, in float32 and plain as everything here.
+template <typename K>
+bool CpuKernelHere(const char* op) {
+  return KernelRegistry::Global().Register(
+      {.op = op, .device = kTestDeviceType, .create = MakeFactory<K>()});
+}
+
+[[maybe_unused]] const bool kCpuKernels[] = {
+    // The same bytes under another shape (ops/cpu/shape.h).
+    CpuKernelHere<cpu::CopyKernel>("Flatten"),
+    CpuKernelHere<cpu::CopyKernel>("Reshape"),
+    // The loss and its gradient (ops/cpu/loss.h).
+    CpuKernelHere<cpu::SoftmaxCrossEntropyKernel>("SoftmaxCrossEntropy"),
+    CpuKernelHere<cpu::SoftmaxCrossEntropyGradKernel>("SoftmaxCrossEntropyGrad"),
+    // The parameter update (ops/cpu/optimizer.h).
+    CpuKernelHere<cpu::MomentumKernel>("Momentum"),
 };
-
-REGISTER_KERNEL({.op = "Flatten", .device = kTestDeviceType, .create = MakeFactory<CopyKernel>()});
-REGISTER_KERNEL({.op = "Reshape", .device = kTestDeviceType, .create = MakeFactory<CopyKernel>()});
-
-// The CPU's loss and its gradient (ops/cpu/loss.h), float32 and plain as here.
-REGISTER_KERNEL({.op = "SoftmaxCrossEntropy",
-                 .device = kTestDeviceType,
-                 .create = MakeFactory<cpu::SoftmaxCrossEntropyKernel>()});
-REGISTER_KERNEL({.op = "SoftmaxCrossEntropyGrad",
-                 .device = kTestDeviceType,
-                 .create = MakeFactory<cpu::SoftmaxCrossEntropyGradKernel>()});
-
-// ((param, grad, moment) x N, lr []) -> ((param', moment') x N) in place, as ops/optimizer.cc
-// defines it.
-class MomentumKernel : public Kernel {
- public:
-  explicit MomentumKernel(const Node& node)
-      : params_{.momentum = static_cast<float>(node.attrs.GetFloat("momentum")),
-                .weight_decay = static_cast<float>(node.attrs.GetFloat("weight_decay")),
-                .unscale = static_cast<float>(1.0 / node.attrs.GetFloat("loss_scale")),
-                .nesterov = node.attrs.GetBool("nesterov")} {}
-
-  absl::Status Run(const KernelIO& io) override {
-    const math::MomentumInputs in(io.inputs.size());
-    if (in.dynamic) {
-      return absl::UnimplementedError("the test device's Momentum has no dynamic loss scaling");
-    }
-    const float lr = *io.inputs[in.lr()].data<float>();  // []
-    for (size_t t = 0; t < in.tensors; ++t) {
-      const float* param = io.inputs[in.param(t)].data<float>();    // any shape
-      const float* grad = io.inputs[in.grad(t)].data<float>();      // param's shape
-      const float* moment = io.inputs[in.moment(t)].data<float>();  // param's shape
-      float* new_param = io.outputs[2 * t].data<float>();           // param's memory
-      float* new_moment = io.outputs[2 * t + 1].data<float>();      // moment's memory
-      for (int64_t i = 0; i < io.outputs[2 * t].numel(); ++i) {
-        const math::ParamAndMoment next =
-            math::MomentumStep(params_, lr, param[i], grad[i], moment[i]);
-        new_param[i] = next.param;
-        new_moment[i] = next.moment;
-      }
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  math::MomentumParams params_;
-};
-
-REGISTER_KERNEL({.op = "Momentum",
-                 .device = kTestDeviceType,
-                 .create = MakeFactory<MomentumKernel>()});
 
 }  // namespace
 }  // namespace lockstep::test_backend
