@@ -1,5 +1,5 @@
-// Conv2D (no bias) and its backprop ops. Attributes follow PyTorch: symmetric padding, and
-// dilation 1 means a dense kernel.
+// Conv2D (no bias) and its backprop ops, and the layouts their kernels take (ops/conv_layouts.h).
+// Attributes follow PyTorch: symmetric padding, and dilation 1 means a dense kernel.
 
 #include <string>
 #include <variant>
@@ -7,6 +7,7 @@
 
 #include "graph/builder.h"
 #include "graph/op_registry.h"
+#include "ops/conv_layouts.h"
 
 namespace lockstep {
 namespace {
@@ -169,4 +170,20 @@ REGISTER_OP("Conv2DBackpropFilter")
     .Infer(InferBackpropFilter);
 
 }  // namespace
+
+LayoutChoice ConvolutionLayouts(const Node& node, int weights_input,
+                                const ValueLayoutFn& weight_layout,
+                                const ValueLayoutFn& activation_layout) {
+  LayoutChoice choice;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const Value& input = *node.inputs[i];
+    choice.inputs.push_back(static_cast<int>(i) == weights_input ? weight_layout(input)
+                                                                 : activation_layout(input));
+  }
+  const Value& output = *node.output();
+  choice.outputs.push_back(weights_input == kConvWeightsOut ? weight_layout(output)
+                                                            : activation_layout(output));
+  return choice;
+}
+
 }  // namespace lockstep

@@ -38,19 +38,4 @@ LayoutChoice ReorderLayouts(const Node& node, const std::vector<Layout>& produce
   return {producer_layouts, {target}};
 }
 
-LayoutChoice ConvolutionLayouts(const Node& node, int weights_input,
-                                const ValueLayoutFn& weight_layout,
-                                const ValueLayoutFn& activation_layout) {
-  LayoutChoice choice;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const Value& input = *node.inputs[i];
-    choice.inputs.push_back(static_cast<int>(i) == weights_input ? weight_layout(input)
-                                                                 : activation_layout(input));
-  }
-  const Value& output = *node.output();
-  choice.outputs.push_back(weights_input == kConvWeightsOut ? weight_layout(output)
-                                                            : activation_layout(output));
-  return choice;
-}
-
 }  // namespace lockstep

@@ -11,11 +11,11 @@
 
 #include "core/allocator.h"
 #include "graph/kernel.h"
+#include "ops/conv_layouts.h"
 #include "ops/cpu/conv_filter_matmul.h"
 #include "ops/cpu/cpu_layouts.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/preferred_weights.h"
-#include "ops/reorder.h"
 
 namespace lockstep {
 namespace {

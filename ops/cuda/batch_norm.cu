@@ -3,7 +3,7 @@
 
 #include "ops/batch_norm_math.h"
 #include "ops/cuda/batch_norm_kernels.h"
-#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/device_loops.cuh"
 #include "ops/cuda/float_conversions.cuh"
 
 namespace lockstep::cuda {

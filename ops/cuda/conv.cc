@@ -14,11 +14,11 @@
 #include <string>
 
 #include "graph/kernel.h"
+#include "ops/conv_layouts.h"
 #include "ops/cuda/cuda_layouts.h"
-#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_cublas.h"
 #include "ops/cuda/cudnn_desc.h"
 #include "ops/cuda/cudnn_graph.h"
-#include "ops/reorder.h"
 
 namespace lockstep {
 namespace {

@@ -4,7 +4,7 @@
 // Flatten (the same bytes under another shape), and Reorder between plain layouts.
 
 #include "graph/kernel.h"
-#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_cublas.h"
 
 namespace lockstep::cuda {
 

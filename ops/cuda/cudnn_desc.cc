@@ -1,6 +1,6 @@
 #include "ops/cuda/cudnn_desc.h"
 
-#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_cublas.h"
 
 namespace lockstep::cuda {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_cublas.h"
 
 namespace lockstep::cuda {
 namespace {

@@ -14,7 +14,7 @@
 #include "graph/kernel.h"
 #include "ops/bias_add_kernel.h"
 #include "ops/cuda/cuda_layouts.h"
-#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_cublas.h"
 #include "ops/cuda/device_floats.h"
 #include "ops/cuda/elementwise_kernels.h"
 #include "ops/cuda/reorder_kernels.h"

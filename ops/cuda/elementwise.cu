@@ -4,7 +4,7 @@
 
 #include <array>
 
-#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/device_loops.cuh"
 #include "ops/cuda/elementwise_kernels.h"
 #include "ops/cuda/float_conversions.cuh"
 #include "ops/cuda/pointwise.cuh"

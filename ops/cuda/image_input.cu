@@ -1,4 +1,4 @@
-#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/device_loops.cuh"
 #include "ops/cuda/image_input_kernels.h"
 
 namespace lockstep::cuda {

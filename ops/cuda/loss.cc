@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "graph/kernel.h"
-#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_cublas.h"
 #include "ops/cuda/loss_kernels.h"
 #include "ops/kernel_bases.h"
 

@@ -2,7 +2,7 @@
 // threads each take a share and combine them with BlockReduce), one block for batch totals.
 // The per-row math is in ops/loss_math.h.
 
-#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/device_loops.cuh"
 #include "ops/cuda/loss_kernels.h"
 #include "ops/loss_math.h"
 

@@ -9,7 +9,7 @@
 
 #include "core/allocator.h"
 #include "graph/kernel.h"
-#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_cublas.h"
 #include "ops/cuda/matmul_lt.h"
 
 namespace lockstep {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "graph/kernel.h"
-#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_cublas.h"
 #include "ops/cuda/optimizer_kernels.h"
 #include "ops/optimizer_attrs.h"
 

@@ -2,7 +2,7 @@
 // launch for many tensors), the others grid-stride loops over one tensor; the per-element math
 // is in ops/optimizer_math.h.
 
-#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/device_loops.cuh"
 #include "ops/cuda/optimizer_kernels.h"
 
 namespace lockstep::cuda {

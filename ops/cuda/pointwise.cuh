@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/device_loops.cuh"
 #include "ops/cuda/elementwise_kernels.h"
 #include "ops/cuda/float_conversions.cuh"
 

@@ -7,7 +7,7 @@
 
 #include "graph/kernel.h"
 #include "ops/cuda/cuda_layouts.h"
-#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_cublas.h"
 #include "ops/cuda/device_floats.h"
 #include "ops/cuda/pool_kernels.h"
 

@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/device_loops.cuh"
 #include "ops/cuda/float_conversions.cuh"
 #include "ops/cuda/pool_kernels.h"
 

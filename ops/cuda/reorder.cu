@@ -1,6 +1,6 @@
 #include <cstdint>
 
-#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/device_loops.cuh"
 #include "ops/cuda/float_conversions.cuh"
 #include "ops/cuda/reorder_kernels.h"
 

@@ -2,7 +2,7 @@
 // (parallel/ops/cpu/sync_batch_norm.cc) runs too.
 
 #include "ops/batch_norm_math.h"
-#include "ops/cuda/device_util.cuh"
+#include "ops/cuda/device_loops.cuh"
 #include "parallel/ops/cuda/sync_batch_norm_kernels.h"
 
 namespace lockstep::parallel::cuda {

@@ -1,4 +1,4 @@
-#include "ops/cuda/cuda_util.h"
+#include "ops/cuda/cudnn_cublas.h"
 
 #include <map>
 #include <mutex>

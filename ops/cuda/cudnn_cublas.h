@@ -1,8 +1,9 @@
 #pragma once
 
-// Shared plumbing of the CUDA kernels: cuDNN and cuBLAS(Lt) error wrappers that name the call
-// and file:line, the per-device library handles bound to the kernel's stream.
-// Only compiled into CUDA builds.
+// How the host side of the CUDA kernels calls cuDNN and cuBLASLt: the per-device library handles
+// bound to the kernel's stream, error wrappers that name the call and file:line, and the math
+// options that pick their algorithms (TF32, determinism). The device side's building blocks are
+// in device_loops.cuh. Only compiled into CUDA builds.
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
