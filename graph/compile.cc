@@ -44,7 +44,11 @@ absl::StatusOr<std::unique_ptr<Executor>> Compile(std::unique_ptr<Graph> graph,
   PassManager passes = PassesUpToMemoryPlan(options);
   passes.Add(CreateLowerKernelsPass());
   LS_RETURN_IF_ERROR(passes.Run(*graph, ctx));
-  return Executor::Create(std::move(graph), options.device, options.share_buffers_with);
+  LS_ASSIGN_OR_RETURN(
+      std::unique_ptr<Executor> executor,
+      Executor::Create(std::move(graph), options.device, options.share_buffers_with));
+  executor->RecordWhereaboutsIn(options.whereabouts);
+  return executor;
 }
 
 }  // namespace lockstep

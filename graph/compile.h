@@ -29,6 +29,9 @@ struct CompileOptions {
   // optimizer's and the data-parallel options, the communication groups of the collectives,
   // the mixed-precision level (AmpOptions, graph/amp.h: above O0 AutoMixedPrecision runs first).
   PassConfig config;
+  // Where the executor records the node it runs (Executor::RecordWhereaboutsIn): the rank's,
+  // in a multi-rank job (parallel::Context::watchdog); null records nothing.
+  std::shared_ptr<Whereabouts> whereabouts;
   // Set: the graph as text before and after every pass, there (the binaries take it from
   // $LOCKSTEP_DUMP_GRAPH).
   std::string dump_dir;

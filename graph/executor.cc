@@ -6,7 +6,6 @@
 #include <map>
 
 #include "core/backend.h"
-#include "core/whereabouts.h"
 
 namespace lockstep {
 
@@ -201,7 +200,7 @@ absl::Status Executor::RunKernels() {
       }
     }
     const Kernel& kernel = *step.node->kernel;
-    whereabouts::EnterNode(step.label);
+    if (whereabouts_ != nullptr) whereabouts_->EnterNode(step.label);
     const bool exposed = kernel.communicates() && !kernel.asynchronous();
     const Clock::time_point start = exposed ? Clock::now() : Clock::time_point();
     if (profiling_) step.timer->Start();
@@ -216,7 +215,7 @@ absl::Status Executor::RunKernels() {
       exposed_wait_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     }
   }
-  whereabouts::LeaveStep();
+  if (whereabouts_ != nullptr) whereabouts_->LeaveStep();
   LS_RETURN_IF_ERROR(WaitAll());
   return profiling_ ? AddProfiledTimes() : absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include "core/backend.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "core/whereabouts.h"
 #include "graph/graph.h"
 #include "graph/kernel.h"
 
@@ -51,6 +52,11 @@ class Executor {
     double seconds;
   };
   void EnableProfiling(bool on);
+  // Records the node each step runs in `whereabouts` (its rank's, for the hang report of a
+  // multi-rank job); null, the default, records nothing.
+  void RecordWhereaboutsIn(std::shared_ptr<Whereabouts> whereabouts) {
+    whereabouts_ = std::move(whereabouts);
+  }
   // In execution order, summed over the profiled runs.
   std::vector<NodeTime> Profile() const;
   // Seconds the step spent on communication that computation did not hide: waiting for
@@ -100,7 +106,7 @@ class Executor {
 
   struct Step {
     Node* node;
-    std::string label;  // node->Describe(), for the hang report (core/whereabouts.h)
+    std::string label;  // node->Describe(), for the hang report (RecordWhereaboutsIn)
     KernelIO io;
     std::vector<size_t> waits_for;       // asynchronous steps whose outputs this one reads
     bool pending = false;                // asynchronous and not waited for yet
@@ -126,6 +132,7 @@ class Executor {
   Tensor workspace_;
   std::vector<Step> steps_;
   bool profiling_ = false;
+  std::shared_ptr<Whereabouts> whereabouts_;
   int runs_ = 0;
   int record_at_ = -1;  // the run that records (ReplayAfter); -1: none
   std::unique_ptr<CapturedWork> recording_;

@@ -28,7 +28,7 @@ bool CollectiveHandle::done() const {
 
 CollectiveQueue::CollectiveQueue(std::shared_ptr<const Watchdog> watchdog)
     : watchdog_(std::move(watchdog)),
-      shared_(std::make_shared<Shared>()),
+      shared_(std::make_shared<Shared>(WhereaboutsFor(watchdog_.get()))),
       thread_([shared = shared_] { Loop(shared); }) {}
 
 CollectiveQueue::~CollectiveQueue() {
@@ -48,7 +48,7 @@ CollectiveHandle CollectiveQueue::Submit(std::string label,
                                          std::function<absl::Status()> collective) {
   CollectiveHandle handle;
   handle.state_ = std::make_shared<CollectiveHandle::State>();
-  handle.state_->sequence = whereabouts::IssueCollective(label);
+  handle.state_->sequence = shared_->whereabouts->IssueCollective(label);
   handle.state_->label = std::move(label);
   handle.state_->queue_abandoned = shared_->abandoned;
   handle.state_->watchdog = watchdog_;
@@ -72,7 +72,7 @@ void CollectiveQueue::Loop(std::shared_ptr<Shared> shared) {
       shared->pending.pop_front();
     }
     absl::Status status = work.run();
-    whereabouts::CompleteCollective(work.state->sequence);
+    shared->whereabouts->CompleteCollective(work.state->sequence);
     {
       std::lock_guard<std::mutex> lock(work.state->mutex);
       work.state->status = std::move(status);

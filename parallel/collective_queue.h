@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/status.h"
+#include "core/whereabouts.h"
 #include "parallel/watchdog.h"
 
 namespace lockstep::parallel {
@@ -38,7 +39,7 @@ class CollectiveHandle {
     bool done = false;
     absl::Status status;
     std::string label;
-    int64_t sequence = 0;                                // core/whereabouts.h
+    int64_t sequence = 0;                                // Whereabouts::IssueCollective
     std::shared_ptr<std::atomic<bool>> queue_abandoned;  // set by a Wait that timed out
     std::shared_ptr<const Watchdog> watchdog;            // the queue's
   };
@@ -67,6 +68,9 @@ class CollectiveQueue {
   };
   // What the thread shares with the queue; the thread keeps it alive when it is left running.
   struct Shared {
+    explicit Shared(std::shared_ptr<Whereabouts> whereabouts)
+        : whereabouts(std::move(whereabouts)) {}
+    const std::shared_ptr<Whereabouts> whereabouts;  // the watchdog's, or the queue's own
     std::mutex mutex;
     std::condition_variable cv;
     std::deque<Work> pending;

@@ -24,6 +24,7 @@ CollectiveWatch::CollectiveWatch(CollectiveProbe& probe, std::chrono::millisecon
       timeout_(timeout),
       on_failure_(std::move(on_failure)),
       watchdog_(std::move(watchdog)),
+      whereabouts_(WhereaboutsFor(watchdog_.get())),
       poll_every_(poll_every),
       thread_([this] { Loop(); }) {}
 
@@ -37,7 +38,7 @@ CollectiveWatch::~CollectiveWatch() {
 }
 
 int64_t CollectiveWatch::Issue(std::string label) {
-  const int64_t sequence = whereabouts::IssueCollective(label);
+  const int64_t sequence = whereabouts_->IssueCollective(label);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.push_back({sequence, std::move(label), std::chrono::steady_clock::now()});
@@ -93,7 +94,7 @@ absl::Status CollectiveWatch::Poll() {
                        " s: a rank died or took another path",
                        DescribeWhereRanksAre(watchdog_.get(), oldest.sequence)));
     }
-    whereabouts::CompleteCollective(oldest.sequence);
+    whereabouts_->CompleteCollective(oldest.sequence);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       pending_.pop_front();

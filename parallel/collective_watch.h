@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "core/status.h"
+#include "core/whereabouts.h"
 #include "parallel/watchdog.h"
 
 namespace lockstep::parallel {
@@ -80,6 +81,7 @@ class CollectiveWatch {
   const std::chrono::milliseconds timeout_;
   const FailureHandler on_failure_;
   const std::shared_ptr<const Watchdog> watchdog_;
+  const std::shared_ptr<Whereabouts> whereabouts_;  // the watchdog's, or the watch's own
   const std::chrono::milliseconds poll_every_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

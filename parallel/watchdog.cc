@@ -24,14 +24,14 @@ constexpr auto kPollEvery = std::chrono::milliseconds(20);
 // How long the asking rank waits for the answers; then the silent ranks are unresponsive.
 constexpr auto kAnswerWithin = std::chrono::seconds(5);
 
-// whereabouts::Snapshot over the wire: "issued\tcompleted\tissued_label\tnode".
-std::string Encode(const whereabouts::Snapshot& now) {
+// A Whereabouts::Snapshot over the wire: "issued\tcompleted\tissued_label\tnode".
+std::string Encode(const Whereabouts::Snapshot& now) {
   return absl::StrCat(now.issued, "\t", now.completed, "\t", now.issued_label, "\t", now.node);
 }
 
-std::optional<whereabouts::Snapshot> Decode(const std::string& text) {
+std::optional<Whereabouts::Snapshot> Decode(const std::string& text) {
   std::vector<std::string> fields = absl::StrSplit(text, absl::MaxSplits('\t', 3));
-  whereabouts::Snapshot now;
+  Whereabouts::Snapshot now;
   if (fields.size() != 4 || !absl::SimpleAtoi(fields[0], &now.issued) ||
       !absl::SimpleAtoi(fields[1], &now.completed)) {
     return std::nullopt;
@@ -41,7 +41,7 @@ std::optional<whereabouts::Snapshot> Decode(const std::string& text) {
   return now;
 }
 
-std::string DescribeRank(int rank, const whereabouts::Snapshot& now, int64_t waited) {
+std::string DescribeRank(int rank, const Whereabouts::Snapshot& now, int64_t waited) {
   std::string line = absl::StrCat("  rank ", rank, ": ");
   if (now.issued < waited) absl::StrAppend(&line, "has not arrived; ");
   if (now.issued == 0) {
@@ -78,12 +78,12 @@ class MpiWatchdog : public Watchdog {
       }
       char byte = 0;
       MPI_Recv(&byte, 1, MPI_BYTE, status.MPI_SOURCE, kQueryTag, comm_, MPI_STATUS_IGNORE);
-      const std::string answer = Encode(whereabouts::Now());
+      const std::string answer = Encode(whereabouts_->Now());
       MPI_Send(answer.data(), static_cast<int>(answer.size()), MPI_CHAR, status.MPI_SOURCE,
                kAnswerTag, comm_);
     }
   }
-  std::vector<std::optional<whereabouts::Snapshot>> Gather() const override;
+  std::vector<std::optional<Whereabouts::Snapshot>> Gather() const override;
 
   MPI_Comm comm_;
   std::thread thread_;
@@ -120,11 +120,11 @@ class StoreWatchdog : public Watchdog {
       const absl::Status asked = answering_->Wait({SurveyKey(survey)}, kPollEvery * 25);
       if (absl::IsDeadlineExceeded(asked)) continue;
       if (!asked.ok()) return;  // the store is gone: the job is ending
-      if (!answering_->Set(AnswerKey(survey, rank_), Encode(whereabouts::Now())).ok()) return;
+      if (!answering_->Set(AnswerKey(survey, rank_), Encode(whereabouts_->Now())).ok()) return;
       ++survey;
     }
   }
-  std::vector<std::optional<whereabouts::Snapshot>> Gather() const override;
+  std::vector<std::optional<Whereabouts::Snapshot>> Gather() const override;
 
   std::unique_ptr<TcpStore> answering_;
   std::unique_ptr<TcpStore> asking_;
@@ -132,8 +132,8 @@ class StoreWatchdog : public Watchdog {
   std::thread thread_;
 };
 
-std::vector<std::optional<whereabouts::Snapshot>> MpiWatchdog::Gather() const {
-  std::vector<std::optional<whereabouts::Snapshot>> answers(size_);
+std::vector<std::optional<Whereabouts::Snapshot>> MpiWatchdog::Gather() const {
+  std::vector<std::optional<Whereabouts::Snapshot>> answers(size_);
   const char query = 0;
   for (int other = 0; other < size_; ++other) {
     if (other == rank_) continue;
@@ -163,8 +163,8 @@ std::vector<std::optional<whereabouts::Snapshot>> MpiWatchdog::Gather() const {
 
 // Surveys are numbered by a counter in the store, so two ranks that time out together ask
 // one after the other; every watchdog answers them in order.
-std::vector<std::optional<whereabouts::Snapshot>> StoreWatchdog::Gather() const {
-  std::vector<std::optional<whereabouts::Snapshot>> answers(size_);
+std::vector<std::optional<Whereabouts::Snapshot>> StoreWatchdog::Gather() const {
+  std::vector<std::optional<Whereabouts::Snapshot>> answers(size_);
   absl::StatusOr<int64_t> survey = asking_->Add(prefix_ + "surveys", 1);
   if (!survey.ok() || !asking_->Set(SurveyKey(*survey), "").ok()) return answers;
   std::vector<std::string> keys;
@@ -183,8 +183,8 @@ std::vector<std::optional<whereabouts::Snapshot>> StoreWatchdog::Gather() const 
 
 std::string Watchdog::DescribeWhereRanksAre(int64_t waited) const {
   if (stopped_) return "";
-  std::vector<std::optional<whereabouts::Snapshot>> answers = Gather();
-  answers[rank_] = whereabouts::Now();
+  std::vector<std::optional<Whereabouts::Snapshot>> answers = Gather();
+  answers[rank_] = whereabouts_->Now();
   std::vector<std::string> lines = {"; where each rank is:"};
   std::vector<int> missing;
   for (int other = 0; other < size_; ++other) {
@@ -212,7 +212,6 @@ absl::StatusOr<std::shared_ptr<Watchdog>> Watchdog::OverMpi() {
   MPI_RETURN_IF_ERROR(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  whereabouts::Enable();
   return std::make_shared<MpiWatchdog>(comm, rank, size);
 }
 
@@ -223,13 +222,16 @@ absl::StatusOr<std::shared_ptr<Watchdog>> Watchdog::OverStore(const std::string&
   if (size < 2) return nullptr;
   LS_ASSIGN_OR_RETURN(std::unique_ptr<TcpStore> answering, TcpStore::Connect(host, port, timeout));
   LS_ASSIGN_OR_RETURN(std::unique_ptr<TcpStore> asking, TcpStore::Connect(host, port, timeout));
-  whereabouts::Enable();
   return std::make_shared<StoreWatchdog>(std::move(answering), std::move(asking),
                                          prefix + "watchdog/", rank, size);
 }
 
 std::string DescribeWhereRanksAre(const Watchdog* watchdog, int64_t waited) {
   return watchdog != nullptr ? watchdog->DescribeWhereRanksAre(waited) : "";
+}
+
+std::shared_ptr<Whereabouts> WhereaboutsFor(const Watchdog* watchdog) {
+  return watchdog != nullptr ? watchdog->whereabouts() : std::make_shared<Whereabouts>();
 }
 
 }  // namespace lockstep::parallel

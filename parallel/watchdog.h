@@ -22,7 +22,8 @@ namespace lockstep::parallel {
 
 // One per rank of a multi-rank job, owned by its parallel::Context: answers "where are you" on
 // a thread of its own until stopped, and asks every rank when a collective of this rank timed
-// out. Starting one starts the whereabouts recording (core/whereabouts.h).
+// out. It holds the rank's whereabouts (core/whereabouts.h), which the rank's executors and
+// collective queues record into and its answers read.
 class Watchdog {
  public:
   // Under MPI, on a communicator of its own; null with one rank or below MPI_THREAD_MULTIPLE.
@@ -43,18 +44,26 @@ class Watchdog {
   // communicator that still holds the watchdog then gets empty descriptions.
   virtual void Stop() = 0;
 
+  // Where this rank is: for the executors of its graphs (CompileOptions::whereabouts) and its
+  // collective queues to record into.
+  const std::shared_ptr<Whereabouts>& whereabouts() const { return whereabouts_; }
+
  protected:
   Watchdog(int rank, int size) : rank_(rank), size_(size) {}
   // Every rank's answer, in rank order, within a few seconds; nullopt for a silent rank. This
   // rank's own entry is filled by DescribeWhereRanksAre.
-  virtual std::vector<std::optional<whereabouts::Snapshot>> Gather() const = 0;
+  virtual std::vector<std::optional<Whereabouts::Snapshot>> Gather() const = 0;
 
   const int rank_;
   const int size_;
+  const std::shared_ptr<Whereabouts> whereabouts_ = std::make_shared<Whereabouts>();
   std::atomic<bool> stopped_{false};
 };
 
 // `watchdog`'s description, or nothing without one (a world of one, or a test's communicator).
 std::string DescribeWhereRanksAre(const Watchdog* watchdog, int64_t waited);
+// Where a collective queue records its collectives: `watchdog`'s whereabouts, or without one a
+// record of the queue's own, which nobody asks.
+std::shared_ptr<Whereabouts> WhereaboutsFor(const Watchdog* watchdog);
 
 }  // namespace lockstep::parallel

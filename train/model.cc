@@ -111,6 +111,9 @@ CompileOptions Model::BaseCompileOptions(const Executor* share_with) const {
                          .config = options_.config,
                          .dump_dir = options_.dump_dir};
   if (groups_ != nullptr) compile.config.Set(groups_);
+  if (options_.context.has_value() && options_.context->watchdog() != nullptr) {
+    compile.whereabouts = options_.context->watchdog()->whereabouts();
+  }
   compile.config.Set(AmpOptions{.level = options_.amp_level, .dtype = options_.amp_dtype});
   return compile;
 }
