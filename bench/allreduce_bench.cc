@@ -298,11 +298,9 @@ absl::Status Run(const Config& config, const parallel::Context& context) {
 }  // namespace lockstep::bench
 
 int main(int argc, char** argv) {
-  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
-  if (!env.ok()) return lockstep::parallel::ReportFatal(env.status());
-  absl::StatusOr<lockstep::parallel::Context> context =
-      lockstep::parallel::Init(&argc, &argv, env->init);
-  if (!context.ok()) return lockstep::parallel::ReportFatal(context.status());
+  absl::StatusOr<lockstep::StartedRank> started = lockstep::StartRank(&argc, &argv);
+  if (!started.ok()) return lockstep::parallel::ReportFatal(started.status());
+  const lockstep::parallel::Context& context = started->context;
   lockstep::bench::Config config;
   CLI::App app{
       "ResNet-50's fused gradient AllReduce against one AllReduce per tensor and, under mpirun, "
@@ -330,7 +328,7 @@ int main(int argc, char** argv) {
       "the dtype the fused buckets cross the wire in (ParallelOptions::allreduce_dtype)");
   CLI11_PARSE(app, argc, argv);
   config.dtype = lockstep::FloatDTypeFlags().at(dtype);
-  absl::Status status = lockstep::bench::Run(config, *context);
+  absl::Status status = lockstep::bench::Run(config, context);
   if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;
 }

@@ -390,11 +390,10 @@ absl::Status RunOne(const BenchConfig& config, const std::string& name, int64_t 
 }  // namespace lockstep::train
 
 int main(int argc, char** argv) {
-  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
-  if (!env.ok()) return lockstep::parallel::ReportFatal(env.status());
-  absl::StatusOr<lockstep::parallel::Context> context =
-      lockstep::parallel::Init(&argc, &argv, env->init);
-  if (!context.ok()) return lockstep::parallel::ReportFatal(context.status());
+  absl::StatusOr<lockstep::StartedRank> started = lockstep::StartRank(&argc, &argv);
+  if (!started.ok()) return lockstep::parallel::ReportFatal(started.status());
+  const lockstep::parallel::Context& context = started->context;
+  const lockstep::EnvOptions& env = started->env;
   lockstep::train::BenchConfig config;
   CLI::App app{
       "Training-step time of ResNet-50/18 on one process or data parallel over mpirun "
@@ -430,7 +429,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   for (const std::string& model : config.models) {
     for (int64_t size : config.sizes) {
-      absl::Status status = lockstep::train::RunOne(config, model, size, *context, *env);
+      absl::Status status = lockstep::train::RunOne(config, model, size, context, env);
       if (!status.ok()) return lockstep::parallel::ReportFatal(status);
     }
   }

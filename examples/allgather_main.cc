@@ -126,11 +126,9 @@ absl::Status Run(const Options& options, const Context& ctx) {
 
 int main(int argc, char** argv) {
   using lockstep::parallel::Options;
-  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
-  if (!env.ok()) return lockstep::parallel::ReportFatal(env.status());
-  absl::StatusOr<lockstep::parallel::Context> ctx =
-      lockstep::parallel::Init(&argc, &argv, env->init);
-  if (!ctx.ok()) return lockstep::parallel::ReportFatal(ctx.status());
+  absl::StatusOr<lockstep::StartedRank> started = lockstep::StartRank(&argc, &argv);
+  if (!started.ok()) return lockstep::parallel::ReportFatal(started.status());
+  const lockstep::parallel::Context& ctx = started->context;
   Options options;
   CLI::App app{"Every rank contributes its rank id; every rank prints and checks the AllGather."};
   app.add_option("--backend", options.backend, "mpi (host memory) or nccl (GPU memory)")
@@ -144,16 +142,16 @@ int main(int argc, char** argv) {
   // A usage error, the same on every rank, is printed once, with the usage status 2.
   absl::StatusOr<lockstep::ParseOutcome> parsed = lockstep::ParseCommandLine(app, argc, argv);
   const absl::Status agreed =
-      lockstep::parallel::AgreeAcrossRanks(parsed.status(), *ctx->HostWorld());
+      lockstep::parallel::AgreeAcrossRanks(parsed.status(), *ctx.HostWorld());
   if (!agreed.ok()) {
     lockstep::parallel::ReportFatal(agreed);
     return 2;
   }
   if (*parsed == lockstep::ParseOutcome::kHelp) {
-    if (ctx->rank() == 0) std::cout << app.help();
+    if (ctx.rank() == 0) std::cout << app.help();
     return 0;
   }
-  absl::Status status = lockstep::parallel::Run(options, *ctx);
+  absl::Status status = lockstep::parallel::Run(options, ctx);
   if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;
 }

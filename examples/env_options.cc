@@ -96,4 +96,10 @@ absl::StatusOr<EnvOptions> ReadEnvOptions() {
   return ParseEnvOptions([](const char* name) { return std::getenv(name); });
 }
 
+absl::StatusOr<StartedRank> StartRank(int* argc, char*** argv) {
+  LS_ASSIGN_OR_RETURN(EnvOptions env, ReadEnvOptions());
+  LS_ASSIGN_OR_RETURN(parallel::Context context, parallel::Init(argc, argv, env.init));
+  return StartedRank{.env = std::move(env), .context = std::move(context)};
+}
+
 }  // namespace lockstep

@@ -10,8 +10,8 @@
 //                                  0: where it stands, the compute thread waiting
 //   LOCKSTEP_ALLREDUCE_SEGMENT_MB  MiB per MPI_Allreduce call of a larger AllReduce (2; 0: one
 //                                  call); rank 0's holds for the job
-//   NCCL_MULTI_RANK_GPU_ENABLE     1 on every rank: ranks may share GPUs (NCCL >= 2.30 reads it too)
-//   LOCKSTEP_DUMP_GRAPH            a directory: each graph as text before and after every pass
+//   NCCL_MULTI_RANK_GPU_ENABLE     1 on every rank: ranks may share GPUs (NCCL >= 2.30 reads it
+//   too) LOCKSTEP_DUMP_GRAPH            a directory: each graph as text before and after every pass
 //   LOCKSTEP_CUDA_TF32             1: float32 convolutions and matmuls may use TF32 (default);
 //                                  0: full float32
 //   LOCKSTEP_DETERMINISTIC         1: runs repeat bit for bit (default); 0: cuDNN may choose
@@ -59,9 +59,9 @@
 //      SLURM_NTASKS_PER_NODE is not read: it is the job's request, which a step may not follow.
 //   Else a world of one. An incomplete set is an error naming what is set and what is missing.
 //
-//   absl::StatusOr<EnvOptions> env = ReadEnvOptions();
-//   if (!env.ok()) return parallel::ReportFatal(env.status());
-//   absl::StatusOr<parallel::Context> ctx = parallel::Init(&argc, &argv, env->init);
+//   absl::StatusOr<StartedRank> started = StartRank(&argc, &argv);
+//   if (!started.ok()) return parallel::ReportFatal(started.status());
+//   const parallel::Context& ctx = started->context;
 
 #include <functional>
 #include <string>
@@ -93,5 +93,15 @@ absl::StatusOr<EnvOptions> ReadEnvOptions();
 // From `lookup`, which returns a variable's value or null when it is unset (tests use it).
 absl::StatusOr<EnvOptions> ParseEnvOptions(
     const std::function<const char*(const char* name)>& lookup);
+
+// What a binary starts with: the environment's options, and this rank's context, started with
+// them (parallel::Init).
+struct StartedRank {
+  EnvOptions env;
+  parallel::Context context;
+};
+// Every binary's first call: ReadEnvOptions, then parallel::Init. Its error goes to
+// parallel::ReportFatal, as every later one does.
+absl::StatusOr<StartedRank> StartRank(int* argc, char*** argv);
 
 }  // namespace lockstep

@@ -361,19 +361,18 @@ absl::StatusOr<bool> CheckCommandLine(const CLI::App& app,
 }  // namespace lockstep::train
 
 int main(int argc, char** argv) {
-  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
-  if (!env.ok()) return lockstep::parallel::ReportFatal(env.status());
-  absl::StatusOr<lockstep::parallel::Context> ctx =
-      lockstep::parallel::Init(&argc, &argv, env->init);
-  if (!ctx.ok()) return lockstep::parallel::ReportFatal(ctx.status());
+  absl::StatusOr<lockstep::StartedRank> started = lockstep::StartRank(&argc, &argv);
+  if (!started.ok()) return lockstep::parallel::ReportFatal(started.status());
+  const lockstep::parallel::Context& ctx = started->context;
+  const lockstep::EnvOptions& env = started->env;
   lockstep::train::Flags flags;
   CLI::App app{"Data-parallel training on an ImageFolder tree, with checkpoints and resume."};
   lockstep::train::AddFlags(app, flags);
   const absl::StatusOr<lockstep::ParseOutcome> parsed = lockstep::ParseCommandLine(app, argc, argv);
-  absl::StatusOr<bool> run = lockstep::train::CheckCommandLine(app, parsed, flags, *ctx, *env);
+  absl::StatusOr<bool> run = lockstep::train::CheckCommandLine(app, parsed, flags, ctx, env);
   absl::Status status = run.status();
   try {
-    if (status.ok() && *run) status = lockstep::train::Run(flags, *ctx, *env);
+    if (status.ok() && *run) status = lockstep::train::Run(flags, ctx, env);
   } catch (const std::bad_alloc&) {
     // A last resort: the start-up checks refuse the sizes that cannot fit.
     status = absl::ResourceExhaustedError(absl::StrFormat(

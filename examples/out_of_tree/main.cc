@@ -69,15 +69,15 @@ absl::Status Run(const std::string& out, const parallel::Context& ctx,
 int main(int argc, char** argv) {
   // The environment as the Lockstep binaries read it: whether mpirun started the process, the
   // collective timeout and the other LOCKSTEP_* settings.
-  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
-  if (!env.ok()) return parallel::ReportFatal(env.status());
-  absl::StatusOr<parallel::Context> ctx = parallel::Init(&argc, &argv, env->init);
-  if (!ctx.ok()) return parallel::ReportFatal(ctx.status());
+  absl::StatusOr<lockstep::StartedRank> started = lockstep::StartRank(&argc, &argv);
+  if (!started.ok()) return parallel::ReportFatal(started.status());
+  const parallel::Context& ctx = started->context;
+  const lockstep::EnvOptions& env = started->env;
   if (argc != 2) {
     std::cerr << "usage: " << argv[0] << " OUT\n";
     return 2;
   }
-  absl::Status status = Run(argv[1], *ctx, *env);
+  absl::Status status = Run(argv[1], ctx, env);
   if (!status.ok()) return parallel::ReportFatal(status);
   return 0;
 }

@@ -81,12 +81,10 @@ absl::Status Report(const Context& ctx) {
 }  // namespace lockstep::parallel
 
 int main(int argc, char** argv) {
-  absl::StatusOr<lockstep::EnvOptions> env = lockstep::ReadEnvOptions();
-  if (!env.ok()) return lockstep::parallel::ReportFatal(env.status());
-  absl::StatusOr<lockstep::parallel::Context> ctx =
-      lockstep::parallel::Init(&argc, &argv, env->init);
-  if (!ctx.ok()) return lockstep::parallel::ReportFatal(ctx.status());
-  absl::Status status = lockstep::parallel::Report(*ctx);
+  absl::StatusOr<lockstep::StartedRank> started = lockstep::StartRank(&argc, &argv);
+  if (!started.ok()) return lockstep::parallel::ReportFatal(started.status());
+  const lockstep::parallel::Context& ctx = started->context;
+  absl::Status status = lockstep::parallel::Report(ctx);
   if (!status.ok()) return lockstep::parallel::ReportFatal(status);
   return 0;
 }

@@ -22,19 +22,18 @@ namespace lockstep::parallel {
 namespace {
 
 int Run(int argc, char** argv) {
-  absl::StatusOr<EnvOptions> env = ReadEnvOptions();
-  if (!env.ok()) return ReportFatal(env.status());
-  absl::StatusOr<Context> ctx = Init(&argc, &argv, env->init);
-  if (!ctx.ok()) return ReportFatal(ctx.status());
-  if (ctx->rank() == 1) std::_Exit(3);
-  absl::StatusOr<std::shared_ptr<Communicator>> cpu_world = ctx->World(Device::CPU());
+  absl::StatusOr<StartedRank> started = StartRank(&argc, &argv);
+  if (!started.ok()) return ReportFatal(started.status());
+  const Context& ctx = started->context;
+  if (ctx.rank() == 1) std::_Exit(3);
+  absl::StatusOr<std::shared_ptr<Communicator>> cpu_world = ctx.World(Device::CPU());
   if (!cpu_world.ok()) return ReportFatal(cpu_world.status());
   std::shared_ptr<Communicator> world = *cpu_world;  // queued below, as a group queues it
   Tensor gradient = Tensor::Zeros({1024}, DType::kF32);
-  CollectiveQueue queue(ctx->watchdog());
+  CollectiveQueue queue(ctx.watchdog());
   CollectiveHandle handle = queue.Submit(
       "AllReduce 'dead_rank/gradient'", [&] { return world->AllReduce(gradient, ReduceOp::kSum); });
-  absl::Status status = handle.Wait(ctx->comm_options().collective_timeout);
+  absl::Status status = handle.Wait(ctx.comm_options().collective_timeout);
   // Success is a failure too: the AllReduce cannot finish without rank 1.
   return ReportFatal(status.ok() ? absl::InternalError("the AllReduce finished without rank 1")
                                  : status);

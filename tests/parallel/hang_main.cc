@@ -60,11 +60,10 @@ class Stall : public train::Layer {
 };
 
 int Run(int argc, char** argv) {
-  absl::StatusOr<EnvOptions> env = ReadEnvOptions();
-  if (!env.ok()) return parallel::ReportFatal(env.status());
-  absl::StatusOr<parallel::Context> started = parallel::Init(&argc, &argv, env->init);
+  absl::StatusOr<StartedRank> started = StartRank(&argc, &argv);
   if (!started.ok()) return parallel::ReportFatal(started.status());
-  const parallel::Context& ctx = *started;
+  const parallel::Context& ctx = started->context;
+  const EnvOptions& env = started->env;
   auto net = std::make_shared<train::Sequential>();
   net->Add("stall", std::make_shared<Stall>())
       .Add("conv", std::make_shared<train::Conv2d>(3, 8, 3))
@@ -74,9 +73,9 @@ int Run(int argc, char** argv) {
   train::ModelOptions options{.batch_size = 4,
                               .image_shape = {3, 8, 8},
                               .parallel = {.mode = parallel::ParallelMode::kDataParallel,
-                                           .overlap_communication = env->overlap_communication},
+                                           .overlap_communication = env.overlap_communication},
                               .context = ctx,
-                              .dump_dir = env->dump_dir};
+                              .dump_dir = env.dump_dir};
   options.config.Set(StallOptions{.stall = ctx.rank() == ctx.size() - 1});
   train::Model model(net, train::SoftmaxCrossEntropy(), train::Momentum{.lr = 0.1}, options);
   train::testing::ShapeImages shapes = train::testing::MakeShapeImages(40, 3, 8, ctx.rank());

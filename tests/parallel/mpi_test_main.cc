@@ -44,11 +44,9 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 };
 
 int RunAllRanks(int argc, char** argv) {
-  absl::StatusOr<EnvOptions> env = ReadEnvOptions();
-  if (!env.ok()) return ReportFatal(env.status());
-  absl::StatusOr<Context> started = Init(&argc, &argv, env->init);
+  absl::StatusOr<StartedRank> started = StartRank(&argc, &argv);
   if (!started.ok()) return ReportFatal(started.status());
-  const Context& ctx = *started;
+  const Context& ctx = started->context;
   lockstep::g_context = &ctx;
   ::testing::InitGoogleTest(&argc, argv);
   if (ctx.rank() != 0) {
