@@ -25,14 +25,18 @@ struct PointwiseFn {
   template <int V>
   bool Fits() const {
     bool fits = PacksFit<V>(y);
-    for (size_t j = 0; j < kInputs; ++j) fits = fits && PacksFit<V>(x[j]);
+    if constexpr (kInputs > 0) {  // Fill's functor reads no input
+      for (size_t j = 0; j < kInputs; ++j) fits = fits && PacksFit<V>(x[j]);
+    }
     return fits;
   }
 
   template <int V>
   __device__ void Apply(int64_t i) const {
     Pack<T, V> in[kInputs > 0 ? kInputs : 1];
-    for (size_t j = 0; j < kInputs; ++j) in[j] = LoadPack<V>(x[j], i);
+    if constexpr (kInputs > 0) {
+      for (size_t j = 0; j < kInputs; ++j) in[j] = LoadPack<V>(x[j], i);
+    }
     Pack<T, V> out;
     for (int k = 0; k < V; ++k) {
       out.at[k] = FromF32<T>(Call(in, k, std::make_index_sequence<kInputs>{}));
@@ -50,7 +54,9 @@ template <typename T, typename Op, size_t kInputs>
 cudaError_t LaunchPointwise(Op op, const std::array<const T*, kInputs>& x, T* y, int64_t n,
                             cudaStream_t stream) {
   PointwiseFn<T, Op, kInputs> fn{op, y, {}};
-  for (size_t j = 0; j < kInputs; ++j) fn.x[j] = x[j];
+  if constexpr (kInputs > 0) {
+    for (size_t j = 0; j < kInputs; ++j) fn.x[j] = x[j];
+  }
   return ForEachPack<T>(n, stream, fn);
 }
 
