@@ -10,8 +10,9 @@
 //                                  0: where it stands, the compute thread waiting
 //   LOCKSTEP_ALLREDUCE_SEGMENT_MB  MiB per MPI_Allreduce call of a larger AllReduce (2; 0: one
 //                                  call); rank 0's holds for the job
-//   NCCL_MULTI_RANK_GPU_ENABLE     1 on every rank: ranks may share GPUs (NCCL >= 2.30 reads it
-//   too) LOCKSTEP_DUMP_GRAPH            a directory: each graph as text before and after every pass
+//   NCCL_MULTI_RANK_GPU_ENABLE     1 on every rank: ranks may share GPUs (NCCL >= 2.30 reads
+//                                  it too)
+//   LOCKSTEP_DUMP_GRAPH            a directory: each graph as text before and after every pass
 //   LOCKSTEP_CUDA_TF32             1: float32 convolutions and matmuls may use TF32 (default);
 //                                  0: full float32
 //   LOCKSTEP_DETERMINISTIC         1: runs repeat bit for bit (default); 0: cuDNN may choose

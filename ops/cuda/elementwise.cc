@@ -1,10 +1,10 @@
 // CUDA kernels of the element-wise ops: the Kernel classes, whose Run queues a launcher of
 // ops/cuda/elementwise.cu on the device's compute stream; the pointwise ops share the kernel of
 // ops/pointwise_kernel.h over their functors (ops/elementwise_math.h), BiasAdd and its gradient
-// that of ops/bias_add_kernel.h. Each is a template on the
-// element type (float, __half, __nv_bfloat16), registered for f32, bf16 and f16. The element-wise
-// ops keep their first input's layout (NHWC activations stay NHWC); BiasAdd and its gradient, which
-// index channels, want plain; Cast converts the layout as it converts the dtype (CastLayouts).
+// that of ops/bias_add_kernel.h. Each is a template on the element type (float, __half,
+// __nv_bfloat16), registered for f32, bf16 and f16. The element-wise ops keep their first input's
+// layout (NHWC activations stay NHWC); BiasAdd and its gradient, which index channels, want
+// plain; Cast converts the layout as it converts the dtype (CastLayouts).
 
 #include <array>
 #include <cstddef>
